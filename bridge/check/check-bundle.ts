@@ -1,0 +1,119 @@
+import { Ajv } from "ajv";
+import type { Scenario } from "../../envs/bundle-schema.js";
+import type { EnvBundle } from "../../envs/load-bundle.js";
+import { Episode, type StepResult } from "../episode/episode.js";
+import { EnvLoadError, EnvSession } from "../episode/env-session.js";
+import { ReferenceCache } from "../episode/reference-state.js";
+import { SandboxFault } from "../sandbox/sandbox-fault.js";
+
+export interface CheckReport {
+  envId: string;
+  dir: string;
+  tools: number;
+  scenarios: number;
+  problems: string[];
+  warnings: string[];
+}
+
+const SEED = 0;
+
+/** Scores one run of a scenario: either its reference solution, or doing nothing. */
+async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: ReferenceCache, solve: boolean): Promise<{ result: StepResult; toolErrors: string[] }> {
+  const episode = new Episode({
+    bundle,
+    scenario,
+    seed: SEED,
+    episodeId: `check-${scenario.id}`,
+    reference: () => refs.get(bundle, scenario.id, SEED),
+  });
+  const toolErrors: string[] = [];
+  try {
+    await episode.reset();
+    let last: StepResult | undefined;
+    if (solve) {
+      for (const a of scenario.reference_actions ?? []) {
+        last = await episode.step({ name: a.name, arguments: a.arguments });
+        for (const r of last.observation.tool_results ?? []) {
+          const type = r.ok ? undefined : (JSON.parse(r.content) as { error: { type: string; message: string } }).error;
+          if (type && type.type !== "tool_exception") toolErrors.push(`${a.name}: ${type.message}`);
+        }
+        if (last.terminated || last.truncated) break;
+      }
+      const messages = scenario.reference_messages ?? [];
+      if (!episode.isDone && messages.length) {
+        if (scenario.mode === "task") last = await episode.step(messages.join("\n"));
+        else for (const m of messages) last = await episode.step(m);
+      }
+    }
+    const result = episode.isDone && last ? last : await episode.finish();
+    return { result, toolErrors };
+  } finally {
+    episode.close();
+  }
+}
+
+function describeFailures(result: StepResult): string {
+  if (result.info.error) return `${result.info.error.code}: ${result.info.error.message}`;
+  const failed = (result.info.reward_info?.checks ?? []).filter((c) => !c.passed);
+  return failed.map((c) => `#${c.index} "${c.description}"${c.error ? ` (${c.error})` : ""}`).join("; ");
+}
+
+/**
+ * Everything `envscaler check` verifies about one loaded bundle: the class loads in the sandbox,
+ * tools match methods, initial states fit the state schema, checks compile, every reference
+ * solution scores 1.0 and doing nothing scores below 1.0.
+ */
+export async function checkBundle(bundle: EnvBundle): Promise<CheckReport> {
+  const report: CheckReport = { envId: bundle.id, dir: bundle.dir, tools: bundle.manifest.tools.length, scenarios: bundle.scenarios.size, problems: [], warnings: [] };
+  const m = bundle.manifest;
+
+  try {
+    const session = await EnvSession.open(bundle, bundle.stateBase(), { seed: SEED });
+    const toolNames = m.tools.map((t) => t.function.name);
+    const missing = toolNames.filter((n) => !session.methods.includes(n));
+    if (missing.length) report.problems.push(`${m.source_file}: class ${m.class_name} has no method for tools ${missing.join(", ")}`);
+    const untooled = session.methods.filter((n) => !toolNames.includes(n) && !n.startsWith("_"));
+    if (untooled.length) report.warnings.push(`${m.source_file}: public methods without a tool schema (not callable by agents): ${untooled.join(", ")}`);
+    session.dispose();
+  } catch (e) {
+    if (e instanceof EnvLoadError || e instanceof SandboxFault) {
+      report.problems.push(`${m.source_file}: the env does not load in the sandbox: ${e.message}`);
+      return report;
+    }
+    throw e;
+  }
+
+  if (m.state_schema) {
+    const validate = new Ajv({ allErrors: true, strict: false }).compile(m.state_schema);
+    const fit = (label: string, state: unknown) => {
+      if (!validate(state)) report.problems.push(`${label}: initial state does not fit state_schema: ${(validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`).join("; ")}`);
+    };
+    fit("manifest.json default state", bundle.initialState());
+    for (const id of bundle.scenarios.keys()) fit(`scenarios.json ${id}`, bundle.initialState(id));
+  }
+
+  const refs = new ReferenceCache();
+  for (const scenario of bundle.scenarios.values()) {
+    const label = `scenarios.json ${scenario.id}`;
+    if (scenario.checks.length === 0) report.warnings.push(`${label}: no checks, so every episode scores 0`);
+
+    const nothing = await runScenario(bundle, scenario, refs, false);
+    for (const c of nothing.result.info.reward_info?.checks ?? []) {
+      if (c.error && /SyntaxError/.test(c.error)) report.problems.push(`${label}: check #${c.index} does not compile: ${c.error}`);
+    }
+    if (nothing.result.info.error) report.problems.push(`${label}: ending the episode untouched failed: ${describeFailures(nothing.result)}`);
+    else if (scenario.checks.length && nothing.result.reward >= 1) report.problems.push(`${label}: doing nothing already scores 1.0, so the checks test nothing`);
+
+    if (!scenario.reference_actions) {
+      report.warnings.push(`${label}: no reference_actions, so solvability is not checked`);
+      continue;
+    }
+    const solved = await runScenario(bundle, scenario, refs, true);
+    for (const err of solved.toolErrors) report.problems.push(`${label}: reference action rejected: ${err}`);
+    if (solved.result.truncated) report.problems.push(`${label}: the reference solution needs more than max_steps steps`);
+    if (scenario.checks.length && solved.result.reward < 1) {
+      report.problems.push(`${label}: the reference solution scores ${solved.result.reward}, not 1.0: ${describeFailures(solved.result)}`);
+    }
+  }
+  return report;
+}

@@ -1,0 +1,300 @@
+import type { ToolSchema, Scenario } from "../../envs/bundle-schema.js";
+import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { SandboxLimits } from "../sandbox/limits.js";
+import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import type { PatchOp } from "../state/json-patch.js";
+import type { StateView } from "../state/state-base.js";
+import { parseAction, type ParsedCall } from "./action-parser.js";
+import { runChecks, type ActionRecord, type CheckResult } from "./checker.js";
+import { EnvLoadError, EnvSession, seedWords } from "./env-session.js";
+import { ToolValidator } from "./tool-validator.js";
+import { STOP_MARKER, UserSimulatorError, type UserSimulator } from "./user-simulator.js";
+
+export interface ToolResult {
+  tool_call_id: string;
+  name: string;
+  /** The tool's return value as JSON text, or an error object as JSON text. */
+  content: string;
+  ok: boolean;
+}
+
+/** What the agent sees after a step: tool results, or the (simulated) user's message. */
+export interface Observation {
+  role: "tool" | "user";
+  content: string;
+  tool_results?: ToolResult[];
+}
+
+export type EndReason = "text_reply" | "user_stop" | "terminating_tool" | "max_steps" | "client" | "env_fault";
+
+/** A typed episode-ending error: the env (or its user simulator) failed, not the agent. */
+export interface EpisodeError {
+  code: "env_timeout" | "env_oom" | "env_crashed" | "env_output_invalid" | "env_load_failed" | "user_simulator_failed";
+  message: string;
+}
+
+export interface RewardInfo {
+  checks: CheckResult[];
+  passed: number;
+  total: number;
+  /** True when the scenario has no checks: the reward is 0 by definition, not a failure of the agent. */
+  no_checks: boolean;
+}
+
+export interface StepInfo {
+  step: number;
+  episode_id: string;
+  tool_calls: (ActionRecord & { id: string })[];
+  diff: PatchOp[];
+  state_hash: string;
+  end_reason?: EndReason;
+  reward_info?: RewardInfo;
+  error?: EpisodeError;
+}
+
+export interface StepResult {
+  observation: Observation;
+  reward: number;
+  terminated: boolean;
+  truncated: boolean;
+  info: StepInfo;
+}
+
+export interface ResetInfo {
+  episode_id: string;
+  env_id: string;
+  scenario_id: string;
+  mode: Scenario["mode"];
+  seed: number;
+  introduction: string;
+  rules: string[];
+  tools: ToolSchema[];
+  max_steps: number;
+  state_hash: string;
+  env_hash: string;
+  scenario_hash: string;
+}
+
+/** Everything needed to re-execute an episode exactly: its inputs, never its outputs. */
+export interface EpisodeInputs {
+  env_id: string;
+  scenario_id: string;
+  seed: number;
+  actions: unknown[];
+  user_replies: string[];
+}
+
+export class EpisodeStateError extends Error {
+  override readonly name = "EpisodeStateError";
+  constructor(
+    readonly code: "reset_needed" | "episode_done" | "closed",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface EpisodeOptions {
+  bundle: EnvBundle;
+  scenario: Scenario;
+  seed: number;
+  episodeId: string;
+  /** Required for conversation scenarios, unless the client ends them with finish(). */
+  user?: UserSimulator;
+  limits?: Partial<SandboxLimits>;
+  /** The state the reference actions produce, for `reference_state` checks (usually cached by the caller). */
+  reference?: () => Promise<StateView | { error: string }>;
+}
+
+function errorContent(type: string, message: string): string {
+  return JSON.stringify({ error: { type, message } });
+}
+
+/**
+ * One episode of one scenario, with EnvScaler's semantics: tool calls run in the env's sandbox; a
+ * bad call becomes an observation and the episode goes on; a text-only reply ends a `task` episode
+ * and goes to the simulated user in a `conversation` one; at the end the reward is the fraction of
+ * checks that pass. Owns its EnvSession.
+ */
+export class Episode {
+  private session: EnvSession | null = null;
+  private steps = 0;
+  private done = false;
+  private closed = false;
+  private readonly validator: ToolValidator;
+  private readonly actions: ActionRecord[] = [];
+  private readonly messages: string[] = [];
+  readonly inputs: EpisodeInputs;
+  readonly maxSteps: number;
+
+  constructor(private readonly options: EpisodeOptions) {
+    this.validator = new ToolValidator(options.bundle.manifest.tools);
+    this.maxSteps = options.scenario.max_steps ?? options.bundle.manifest.max_steps;
+    this.inputs = { env_id: options.bundle.id, scenario_id: options.scenario.id, seed: options.seed, actions: [], user_replies: [] };
+  }
+
+  get id(): string {
+    return this.options.episodeId;
+  }
+
+  get isDone(): boolean {
+    return this.done;
+  }
+
+  /** Starts the episode. Throws EnvLoadError when the env cannot be set up at all. */
+  async reset(): Promise<{ observation: Observation; info: ResetInfo }> {
+    if (this.closed) throw new EpisodeStateError("closed", "the episode is closed");
+    if (this.session) throw new EpisodeStateError("episode_done", "an episode is reset once; create a new one");
+    const { bundle, scenario, seed } = this.options;
+    this.session = await EnvSession.open(bundle, bundle.stateBase(scenario.id), { seed, limits: this.options.limits });
+    const missing = this.validator.names.filter((n) => !this.session!.methods.includes(n));
+    if (missing.length) {
+      this.close();
+      throw new EnvLoadError(`the env class has no method for tools: ${missing.join(", ")}`);
+    }
+    let content = scenario.task;
+    if (scenario.mode === "conversation" && this.options.user) content = await this.userSays(() => this.options.user!.start());
+    return {
+      observation: { role: "user", content },
+      info: {
+        episode_id: this.id,
+        env_id: bundle.id,
+        scenario_id: scenario.id,
+        mode: scenario.mode,
+        seed,
+        introduction: bundle.manifest.introduction,
+        rules: bundle.manifest.rules,
+        tools: bundle.manifest.tools,
+        max_steps: this.maxSteps,
+        state_hash: this.session.stateHash(),
+        env_hash: bundle.contentHash,
+        scenario_hash: bundle.scenarioHash(scenario.id),
+      },
+    };
+  }
+
+  private async userSays(ask: () => Promise<string>): Promise<string> {
+    const reply = await ask();
+    this.inputs.user_replies.push(reply);
+    return reply;
+  }
+
+  private live(): EnvSession {
+    if (this.closed) throw new EpisodeStateError("closed", "the episode is closed");
+    if (!this.session) throw new EpisodeStateError("reset_needed", "call reset() before step()");
+    if (this.done) throw new EpisodeStateError("episode_done", "the episode has ended; reset a new one");
+    return this.session;
+  }
+
+  /** One agent action. Agent mistakes are observations; only env faults end the episode early. */
+  async step(action: unknown): Promise<StepResult> {
+    const session = this.live();
+    this.steps++;
+    this.inputs.actions.push(action);
+    const parsed = parseAction(action, this.steps);
+    const info: StepInfo = { step: this.steps, episode_id: this.id, tool_calls: [], diff: [], state_hash: "" };
+    let observation: Observation;
+    let endReason: EndReason | undefined;
+
+    try {
+      if (parsed.kind === "invalid") {
+        observation = { role: "user", content: errorContent("invalid_action", parsed.message) };
+      } else if (parsed.kind === "text") {
+        this.messages.push(parsed.text);
+        if (this.options.scenario.mode === "task") {
+          observation = { role: "user", content: "Task finished" };
+          endReason = "text_reply";
+        } else if (!this.options.user) {
+          observation = { role: "user", content: "(no simulated user is attached; the message was recorded)" };
+        } else {
+          const reply = await this.userSays(() => this.options.user!.reply(parsed.text));
+          observation = { role: "user", content: reply };
+          if (reply === STOP_MARKER) endReason = "user_stop";
+        }
+      } else {
+        const results = parsed.calls.map((c) => this.runCall(session, c, info));
+        observation = { role: "tool", content: results.length === 1 ? results[0]!.content : `[${results.map((r) => r.content).join(",")}]`, tool_results: results };
+        if (parsed.calls.some((c) => this.options.bundle.manifest.terminating_tools.includes(c.name))) endReason = "terminating_tool";
+      }
+    } catch (e) {
+      if (e instanceof SandboxFault) return this.fail(info, { code: e.code, message: e.message });
+      if (e instanceof UserSimulatorError) return this.fail(info, { code: "user_simulator_failed", message: e.message });
+      throw e;
+    }
+
+    info.state_hash = session.stateHash();
+    const truncated = endReason === undefined && this.steps >= this.maxSteps;
+    if (endReason === undefined && !truncated) return { observation, reward: 0, terminated: false, truncated: false, info };
+    return this.end(observation, info, endReason ?? "max_steps", truncated);
+  }
+
+  private runCall(session: EnvSession, call: ParsedCall, info: StepInfo): ToolResult {
+    const record: ActionRecord & { id: string } = { id: call.id, name: call.name, arguments: call.arguments };
+    info.tool_calls.push(record);
+    this.actions.push(record);
+    const reject = (type: string, message: string): ToolResult => {
+      record.error = message;
+      return { tool_call_id: call.id, name: call.name, content: errorContent(type, message), ok: false };
+    };
+    if (call.argumentsError) return reject("invalid_arguments", call.argumentsError);
+    if (!this.validator.has(call.name)) return reject("unknown_tool", `unknown tool '${call.name}'; the tools are: ${this.validator.names.join(", ")}`);
+    const problem = this.validator.check(call.name, call.arguments);
+    if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);
+    const out = session.call(call.name, call.arguments); // a SandboxFault propagates: it ends the episode
+    info.diff.push(...out.diff);
+    if (out.kind === "error") return reject("tool_exception", `${call.name} raised ${out.error.name}: ${out.error.message}`);
+    record.result = JSON.parse(out.json);
+    return { tool_call_id: call.id, name: call.name, content: out.json, ok: true };
+  }
+
+  /** Ends the episode on the client's request (evaluation harnesses, `envscaler check`) and scores it. */
+  async finish(): Promise<StepResult> {
+    const session = this.live();
+    const info: StepInfo = { step: this.steps, episode_id: this.id, tool_calls: [], diff: [], state_hash: session.stateHash() };
+    return this.end({ role: "user", content: "Episode ended by the client" }, info, "client", false);
+  }
+
+  private async end(observation: Observation, info: StepInfo, reason: EndReason, truncated: boolean): Promise<StepResult> {
+    this.done = true;
+    const session = this.session!;
+    info.end_reason = reason;
+    const checks = this.options.scenario.checks;
+    const results = await runChecks(
+      checks,
+      { initial: session.initial, final: session.tracker.snapshot(), actions: this.actions, messages: this.messages, reference: this.options.reference },
+      seedWords(this.options.seed ^ 0x5eed),
+    );
+    const passed = results.filter((r) => r.passed).length;
+    const reward = checks.length ? Math.round((passed / checks.length) * 10000) / 10000 : 0;
+    info.reward_info = { checks: results, passed, total: checks.length, no_checks: checks.length === 0 };
+    return { observation, reward, terminated: !truncated, truncated, info };
+  }
+
+  private fail(info: StepInfo, error: EpisodeError): StepResult {
+    this.done = true;
+    info.error = error;
+    info.end_reason = "env_fault";
+    info.state_hash = this.session?.stateHash() ?? "";
+    this.session?.dispose(); // poisoned or not, this env is finished
+    return { observation: { role: "user", content: errorContent(error.code, error.message) }, reward: 0, terminated: true, truncated: false, info };
+  }
+
+  /** The current state as JSON text (for debugging; assembled from stored records, no parse). */
+  stateJson(): string {
+    if (this.closed) throw new EpisodeStateError("closed", "the episode is closed");
+    if (!this.session) throw new EpisodeStateError("reset_needed", "call reset() first");
+    return this.session.stateJson();
+  }
+
+  /** The current state as a view (for `reference_state` computation and comparisons). */
+  stateView(): StateView {
+    if (!this.session) throw new EpisodeStateError("reset_needed", "call reset() first");
+    return this.session.tracker.snapshot();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.session?.dispose();
+  }
+}

@@ -1,0 +1,444 @@
+// Guest-side prelude. Evaluated first in every fresh QuickJS context, before any env or checker code.
+// It is an expression: a function the host calls once with its capabilities, returning the
+// dispatcher the host keeps a handle to. Everything it needs is captured here, before untrusted code
+// runs, so an env that patches JSON, Object or Array later cannot change how state is read out.
+(function installPrelude(hostRead, config) {
+  "use strict";
+  const G = globalThis;
+  const ObjectKeys = Object.keys;
+  const ObjectCreate = Object.create;
+  const ObjectFreeze = Object.freeze;
+  const ObjectDefineProperty = Object.defineProperty;
+  const ObjectGetPrototypeOf = Object.getPrototypeOf;
+  const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
+  const hasOwn = Object.prototype.hasOwnProperty;
+  const ArrayIsArray = Array.isArray;
+  const JSONStringify = JSON.stringify;
+  const JSONParse = JSON.parse;
+  const ReflectGet = Reflect.get;
+  const ReflectSet = Reflect.set;
+  const ReflectHas = Reflect.has;
+  const ReflectOwnKeys = Reflect.ownKeys;
+  const ReflectDelete = Reflect.deleteProperty;
+  const ReflectApply = Reflect.apply;
+  const ReflectConstruct = Reflect.construct;
+  const ReflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
+  const ReflectDefineProperty = Reflect.defineProperty;
+  const ProxyCtor = Proxy;
+  const WeakMapCtor = WeakMap;
+  const wmGet = WeakMap.prototype.get;
+  const wmSet = WeakMap.prototype.set;
+  const wmHas = WeakMap.prototype.has;
+  const OrigDate = Date;
+  const indirectEval = eval;
+  const StringCtor = String;
+  const ErrorCtor = Error;
+  const TypeErrorCtor = TypeError;
+  const RangeErrorCtor = RangeError;
+  const MathFloor = Math.floor;
+  const push = (arr, v) => { arr[arr.length] = v; };
+  const own = (o, k) => ReflectApply(hasOwn, o, [k]);
+  const wmap = () => new WeakMapCtor();
+  const wget = (m, k) => ReflectApply(wmGet, m, [k]);
+  const wset = (m, k, v) => ReflectApply(wmSet, m, [k, v]);
+  const whas = (m, k) => ReflectApply(wmHas, m, [k]);
+
+  //// determinism: seeded Math.random, virtual clock, no GC-timing or timing APIs ////
+
+  // sfc32, seeded from the episode seed; the same seed gives the same sequence on every machine.
+  let a = config.seed[0] | 0, b = config.seed[1] | 0, c = config.seed[2] | 0, d = config.seed[3] | 0;
+  function random() {
+    a |= 0; b |= 0; c |= 0; d |= 0;
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return (t >>> 0) / 4294967296;
+  }
+  for (let i = 0; i < 12; i++) random();
+  ObjectDefineProperty(Math, "random", { value: random, writable: false, configurable: false });
+
+  // Virtual clock: starts at config.clockMs, advances 1 ms per read and by config.tickMs per tool call.
+  let clockMs = config.clockMs;
+  const now = () => ++clockMs;
+  function VirtualDate(...args) {
+    if (new.target === undefined) return new OrigDate(now()).toString();
+    const target = new.target === VirtualDate ? OrigDate : new.target;
+    return args.length === 0 ? ReflectConstruct(OrigDate, [now()], target) : ReflectConstruct(OrigDate, args, target);
+  }
+  VirtualDate.now = now;
+  VirtualDate.parse = OrigDate.parse;
+  VirtualDate.UTC = OrigDate.UTC;
+  ObjectDefineProperty(VirtualDate, "prototype", { value: OrigDate.prototype, writable: false, configurable: false });
+  // the prototype's constructor is the usual way around a naive Date wrapper: pin it to ours
+  ObjectDefineProperty(OrigDate.prototype, "constructor", { value: VirtualDate, writable: false, configurable: false, enumerable: false });
+  ObjectDefineProperty(G, "Date", { value: VirtualDate, writable: false, configurable: false, enumerable: false });
+  for (const name of ["performance", "WeakRef", "FinalizationRegistry", "SharedArrayBuffer", "Atomics", "os", "std", "scriptArgs", "print"]) {
+    if (own(G, name)) ReflectDelete(G, name);
+  }
+
+  //// builtins that loop in C without polling the interrupt handler ////
+
+  // QuickJS only checks the deadline in the bytecode loop; these natives can spin for minutes on a
+  // huge sparse array or array-like (measured: indexOf on {length: 2**32-1} ignored a 1 s deadline).
+  // No real array in a memory-capped sandbox is this long, so refusing is not observable otherwise.
+  const MAX_NATIVE_LENGTH = 1 << 24;
+  const guardedArrayMethods = ["indexOf", "lastIndexOf", "includes", "join", "toString", "toLocaleString", "fill", "copyWithin",
+    "reverse", "find", "findIndex", "findLast", "findLastIndex", "every", "some", "forEach", "map", "filter", "reduce", "reduceRight",
+    "slice", "splice", "concat", "flat", "flatMap", "at", "keys", "values", "entries", "sort", "toSorted", "toReversed", "toSpliced", "with"];
+  const ArrayProto = Array.prototype;
+  for (const name of guardedArrayMethods) {
+    const original = ArrayProto[name];
+    if (typeof original !== "function") continue;
+    const guarded = {
+      [name](...args) {
+        const len = this == null ? 0 : +this.length;
+        if (len > MAX_NATIVE_LENGTH) throw new RangeErrorCtor("array length " + len + " is over the sandbox limit for " + name);
+        return ReflectApply(original, this, args);
+      },
+    }[name];
+    ObjectDefineProperty(ArrayProto, name, { value: guarded, writable: true, configurable: true, enumerable: false });
+  }
+  const StringProto = String.prototype;
+  for (const [proto, names] of [[StringProto, ["repeat", "padStart", "padEnd"]]]) {
+    for (const name of names) {
+      const original = proto[name];
+      const guarded = {
+        [name](...args) {
+          const n = +args[0];
+          if (name === "repeat" ? n * StringCtor(this).length > MAX_NATIVE_LENGTH : n > MAX_NATIVE_LENGTH)
+            throw new RangeErrorCtor("string length is over the sandbox limit for " + name);
+          return ReflectApply(original, this, args);
+        },
+      }[name];
+      ObjectDefineProperty(proto, name, { value: guarded, writable: true, configurable: true, enumerable: false });
+    }
+  }
+  const ArrayCtor = Array;
+  const guardedArray = function Array(...args) {
+    if (args.length === 1 && typeof args[0] === "number" && args[0] > MAX_NATIVE_LENGTH)
+      throw new RangeErrorCtor("array length is over the sandbox limit");
+    return new.target ? ReflectConstruct(ArrayCtor, args, new.target === guardedArray ? ArrayCtor : new.target) : ReflectApply(ArrayCtor, undefined, args);
+  };
+  for (const k of ObjectGetOwnPropertyNames(ArrayCtor)) {
+    if (k !== "prototype" && k !== "length" && k !== "name") ObjectDefineProperty(guardedArray, k, ReflectGetOwnPropertyDescriptor(ArrayCtor, k));
+  }
+  ObjectDefineProperty(guardedArray, "prototype", { value: ArrayProto, writable: false, configurable: false, enumerable: false });
+  ObjectDefineProperty(ArrayProto, "constructor", { value: guardedArray, writable: true, configurable: true, enumerable: false });
+  ObjectDefineProperty(G, "Array", { value: guardedArray, writable: true, configurable: true, enumerable: false });
+
+  //// state: collections keyed by id, loaded lazily from the host and tracked for changes ////
+
+  const readOnly = config.mode !== "env";
+  const toRaw = wmap();            // proxy -> raw object
+  const rawToProxy = wmap();       // raw object -> proxy (keeps identity: users[id] === users[id])
+  const rawTag = wmap();           // raw object -> [collection, id] it was first reached through
+  const collections = ObjectCreate(null); // name -> collection record
+
+  function fail(message) { throw new TypeErrorCtor(message); }
+  function unwrap(v) { return v !== null && typeof v === "object" && whas(toRaw, v) ? wget(toRaw, v) : v; }
+
+  function markDirty(coll, id) { coll.dirty[id] = true; }
+
+  // Deep proxy over one record: any write marks the record dirty; values read are wrapped too.
+  function wrap(raw, coll, id) {
+    if (raw === null || typeof raw !== "object") return raw;
+    const existing = wget(rawToProxy, raw);
+    if (existing !== undefined) return existing;
+    const handler = {
+      get(t, key, receiver) { return wrap(ReflectGet(t, key), coll, id); },
+      set(t, key, value) {
+        if (readOnly) fail("state is read-only here");
+        markDirty(coll, id);
+        // an assigned object may be mutated later through a reference that bypasses this proxy
+        if (value !== null && typeof value === "object") coll.hot[id] = true;
+        return ReflectSet(t, key, unwrap(value));
+      },
+      deleteProperty(t, key) {
+        if (readOnly) fail("state is read-only here");
+        markDirty(coll, id);
+        return ReflectDelete(t, key);
+      },
+      defineProperty(t, key, desc) {
+        if (readOnly) fail("state is read-only here");
+        markDirty(coll, id);
+        if (desc.value !== null && typeof desc.value === "object") coll.hot[id] = true;
+        if (own(desc, "value")) desc.value = unwrap(desc.value);
+        return ReflectDefineProperty(t, key, desc);
+      },
+      setPrototypeOf() { return false; },
+    };
+    const proxy = new ProxyCtor(raw, handler);
+    wset(rawToProxy, raw, proxy);
+    wset(toRaw, proxy, raw);
+    if (!whas(rawTag, raw)) wset(rawTag, raw, [coll.name, id]);
+    return proxy;
+  }
+
+  function load(coll, id) {
+    if (own(coll.loaded, id)) return coll.loaded[id];
+    if (own(coll.deleted, id)) return undefined;
+    const text = hostRead("get", coll.name, id);
+    if (text === undefined) return undefined;
+    const value = JSONParse(text);
+    coll.loaded[id] = value;
+    return value;
+  }
+
+  function baseKeys(coll) {
+    if (coll.order === null) coll.order = JSONParse(hostRead("keys", coll.name, ""));
+    return coll.order;
+  }
+
+  function exists(coll, id) {
+    if (own(coll.loaded, id)) return true;
+    if (own(coll.deleted, id)) return false;
+    if (coll.order !== null) return own(indexKeys(coll), id);
+    return hostRead("has", coll.name, id) === "1";
+  }
+  function indexKeys(coll) {
+    if (coll.orderSet === null) {
+      const set = ObjectCreate(null);
+      for (const k of coll.order) set[k] = true;
+      coll.orderSet = set;
+    }
+    return coll.orderSet;
+  }
+  function addKey(coll, id) {
+    baseKeys(coll);
+    const set = indexKeys(coll);
+    if (!own(set, id)) { push(coll.order, id); set[id] = true; }
+  }
+  function removeKey(coll, id) {
+    baseKeys(coll);
+    const out = [];
+    for (const k of coll.order) if (k !== id) push(out, k);
+    coll.order = out;
+    if (coll.orderSet !== null) delete coll.orderSet[id];
+  }
+
+  function makeCollection(name) {
+    const coll = { name, loaded: ObjectCreate(null), deleted: ObjectCreate(null), dirty: ObjectCreate(null), hot: ObjectCreate(null), order: null, orderSet: null };
+    const isKey = (key) => typeof key === "string";
+    const target = {};
+    const handler = {
+      get(t, key, receiver) {
+        if (!isKey(key)) return ReflectGet(t, key, receiver);
+        if (exists(coll, key)) {
+          const v = load(coll, key);
+          if (v !== null && typeof v === "object") {
+            // a record handed out can be mutated at any later time through this reference
+            if (!readOnly) markDirty(coll, key);
+            return wrap(v, coll, key);
+          }
+          return v;
+        }
+        return ReflectGet(t, key, receiver); // inherited members such as hasOwnProperty
+      },
+      set(t, key, value) {
+        if (readOnly) fail("state is read-only here");
+        if (!isKey(key)) return false;
+        const raw = unwrap(value);
+        if (!exists(coll, key)) addKey(coll, key);
+        coll.loaded[key] = raw;
+        delete coll.deleted[key];
+        markDirty(coll, key);
+        if (raw !== null && typeof raw === "object") coll.hot[key] = true;
+        return true;
+      },
+      has(t, key) { return isKey(key) ? exists(coll, key) || ReflectHas(t, key) : ReflectHas(t, key); },
+      deleteProperty(t, key) {
+        if (readOnly) fail("state is read-only here");
+        if (!isKey(key) || !exists(coll, key)) return true;
+        delete coll.loaded[key];
+        delete coll.hot[key];
+        coll.deleted[key] = true;
+        markDirty(coll, key);
+        removeKey(coll, key);
+        return true;
+      },
+      ownKeys() { return [...baseKeys(coll)]; },
+      getOwnPropertyDescriptor(t, key) {
+        if (!isKey(key) || !exists(coll, key)) return undefined;
+        // An accessor, so Object.keys/entries/spread can enumerate a large collection without
+        // loading every record; the value itself is still read through get().
+        return { get: () => handler.get(t, key, t), set: (v) => { handler.set(t, key, v); }, enumerable: true, configurable: true };
+      },
+      defineProperty(t, key, desc) {
+        if (!own(desc, "value")) fail("accessor properties are not allowed in state");
+        return handler.set(t, key, desc.value);
+      },
+      setPrototypeOf() { return false; },
+      preventExtensions() { return false; },
+    };
+    coll.proxy = new ProxyCtor(target, handler);
+    wset(toRaw, coll.proxy, target);
+    collections[name] = coll;
+    return coll;
+  }
+
+  function buildState(layout) {
+    // layout: { keys: [top-level keys in order], collections: [names], values: {key: json} }
+    const state = {};
+    for (const key of layout.keys) {
+      if (layout.collections.indexOf(key) >= 0) state[key] = makeCollection(key).proxy;
+      else state[key] = JSONParse(layout.values[key]);
+    }
+    return state;
+  }
+
+  //// env mode: one env instance, its tools and its change reports ////
+
+  let instance = null;
+  // top-level key -> what was last reported: COLLECTION for a tracked collection, else its JSON
+  const COLLECTION = {};
+  const reported = ObjectCreate(null);
+
+  function collectionAt(key, v) {
+    const coll = collections[key];
+    return coll !== undefined && coll.proxy === v ? coll : null;
+  }
+
+  function recordJson(coll, id) {
+    if (!exists(coll, id)) return null;
+    const v = load(coll, id);
+    return JSONStringify(v === undefined ? null : v);
+  }
+
+  // Reports every record that may have changed since the last report, with its current JSON (null =
+  // deleted), and every top-level value whose JSON changed (null = removed). The host diffs against
+  // its own copy, so reporting an unchanged record is harmless and missing a changed one is not.
+  function collectChanges() {
+    const records = [];
+    const values = [];
+    const seen = ObjectCreate(null);
+    for (const key of ObjectKeys(instance)) {
+      seen[key] = true;
+      const v = instance[key];
+      const coll = collectionAt(key, v);
+      if (coll !== null) {
+        for (const id of ObjectKeys(coll.dirty)) push(records, [key, id, recordJson(coll, id)]);
+        for (const id of ObjectKeys(coll.hot)) if (!own(coll.dirty, id)) push(records, [key, id, recordJson(coll, id)]);
+        coll.dirty = ObjectCreate(null);
+        reported[key] = COLLECTION;
+        continue;
+      }
+      const json = JSONStringify(v === undefined ? null : v);
+      if (json !== reported[key]) { push(values, [key, json]); reported[key] = json; }
+    }
+    for (const key of ObjectKeys(reported)) {
+      if (!seen[key]) { push(values, [key, null]); delete reported[key]; }
+    }
+    return { records, values };
+  }
+
+  function methodNames(obj) {
+    const names = [];
+    let proto = ObjectGetPrototypeOf(obj);
+    while (proto !== null && proto !== Object.prototype) {
+      for (const name of ObjectGetOwnPropertyNames(proto)) {
+        if (name !== "constructor" && typeof ReflectGetOwnPropertyDescriptor(proto, name).value === "function" && names.indexOf(name) < 0) push(names, name);
+      }
+      proto = ObjectGetPrototypeOf(proto);
+    }
+    for (const name of ObjectKeys(obj)) if (typeof obj[name] === "function" && names.indexOf(name) < 0) push(names, name);
+    return names;
+  }
+
+  function errorInfo(e) {
+    if (e !== null && typeof e === "object") {
+      let name = "Error", message = "";
+      try { name = StringCtor(e.name); } catch (_) { /* hostile getter */ }
+      try { message = StringCtor(e.message); } catch (_) { /* hostile getter */ }
+      return { name, message };
+    }
+    let text = "";
+    try { text = StringCtor(e); } catch (_) { text = "<unprintable>"; }
+    return { name: "Error", message: text };
+  }
+
+  function ok(value) { return JSONStringify({ ok: true, value }); }
+
+  const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+  const envOps = {
+    init(className, layoutJson) {
+      if (typeof className !== "string" || !identifier.test(className)) fail("invalid class name");
+      const Cls = indirectEval(className);
+      if (typeof Cls !== "function") fail("class " + className + " is not defined by the env source");
+      const layout = JSONParse(layoutJson);
+      const state = buildState(layout);
+      instance = new Cls(state);
+      if (instance === null || typeof instance !== "object") fail("the env constructor did not return an object");
+      // As EnvScaler does with setattr: the initial state's top-level keys become the instance's
+      // fields whatever the constructor did, so collections stay the tracked, lazily loaded ones.
+      for (const key of layout.keys) instance[key] = state[key];
+      const changes = collectChanges();
+      return { methods: methodNames(instance), changes };
+    },
+    call(name, argsJson) {
+      if (instance === null) fail("env is not initialised");
+      if (typeof name !== "string" || !identifier.test(name) || name === "constructor") fail("invalid tool name");
+      const fn = instance[name];
+      if (typeof fn !== "function") fail("tool " + name + " is not a method of the env");
+      clockMs += config.tickMs;
+      let result;
+      let threw = null;
+      try {
+        result = ReflectApply(fn, instance, [JSONParse(argsJson)]);
+        if (result !== null && typeof result === "object" && typeof result.then === "function") throw new TypeErrorCtor("tools must be synchronous; " + name + " returned a promise");
+      } catch (e) {
+        threw = errorInfo(e);
+      }
+      let resultJson = null;
+      if (threw === null) {
+        try { resultJson = JSONStringify(result === undefined ? null : result); }
+        catch (e) { threw = errorInfo(e); threw.message = "the tool's return value is not JSON: " + threw.message; }
+      }
+      const changes = collectChanges();
+      return threw === null ? { result: resultJson, changes } : { error: threw, changes };
+    },
+    methods() { return methodNames(instance); },
+  };
+
+  //// checker mode: one check function over read-only initial and final states ////
+
+  const checkOps = {
+    check(source, layoutsJson, extrasJson) {
+      const layouts = JSONParse(layoutsJson);
+      const initial = buildScoped("initial", layouts.initial);
+      const final = buildScoped("final", layouts.final);
+      const extras = JSONParse(extrasJson);
+      const fn = indirectEval("(" + source + "\n)");
+      if (typeof fn !== "function") fail("check source does not evaluate to a function");
+      const verdict = fn(ObjectFreeze({ initial, final, actions: extras.actions, messages: extras.messages }));
+      return { verdict: typeof verdict === "boolean" ? verdict : null, type: verdict === null ? "null" : typeof verdict };
+    },
+  };
+  function buildScoped(scope, layout) {
+    const state = {};
+    for (const key of layout.keys) {
+      if (layout.collections.indexOf(key) >= 0) state[key] = makeCollection(scope + "/" + key).proxy;
+      else state[key] = deepFreeze(JSONParse(layout.values[key]));
+    }
+    return ObjectFreeze(state);
+  }
+  function deepFreeze(v) {
+    if (v !== null && typeof v === "object") { for (const k of ObjectKeys(v)) deepFreeze(v[k]); ObjectFreeze(v); }
+    return v;
+  }
+
+  const ops = config.mode === "env" ? envOps : checkOps;
+  // The one entry point the host calls. Always returns a JSON string, so the host never walks guest
+  // objects; guest exceptions become {ok:false}. Interrupts and OOM escape by design.
+  return function dispatch(op, x, y, z) {
+    try {
+      if (!own(ops, op)) fail("unknown op " + op);
+      return ok(ops[op](x, y, z));
+    } catch (e) {
+      return JSONStringify({ ok: false, error: errorInfo(e) });
+    }
+  };
+})

@@ -1,0 +1,207 @@
+import { collectionEntry, recordEntry, StateHash, valueEntry } from "./state-hash.js";
+
+/** How the guest should build a state: which top-level keys are lazily loaded collections. */
+export interface StateLayout {
+  keys: string[];
+  collections: string[];
+  /** JSON text of every top-level key that is not a collection. */
+  values: Record<string, string>;
+}
+
+interface Collection {
+  ids: string[];
+  records: Map<string, string>;
+  idsJson?: string;
+}
+
+export type JsonObject = Record<string, unknown>;
+
+function isPlainObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+/**
+ * An immutable initial state, held once per scenario and shared by every episode that starts from it.
+ * Top-level keys whose value is an object are collections keyed by id: each record is kept as its own
+ * JSON text, so an episode loads only the records it touches and nothing is copied per episode.
+ */
+export class StateBase {
+  private hashCache: StateHash | undefined;
+
+  private constructor(
+    readonly keys: string[],
+    private readonly collections: Map<string, Collection>,
+    private readonly values: Map<string, string>,
+  ) {}
+
+  static fromState(state: JsonObject): StateBase {
+    const keys: string[] = [];
+    const collections = new Map<string, Collection>();
+    const values = new Map<string, string>();
+    for (const [key, value] of Object.entries(state)) {
+      keys.push(key);
+      if (isPlainObject(value)) {
+        const records = new Map<string, string>();
+        for (const [id, record] of Object.entries(value)) records.set(id, JSON.stringify(record));
+        collections.set(key, { ids: [...records.keys()], records });
+      } else {
+        values.set(key, JSON.stringify(value ?? null));
+      }
+    }
+    return new StateBase(keys, collections, values);
+  }
+
+  /**
+   * A new base with record-level overrides: `{users: {u1: {...}, u2: null}}` replaces u1 and deletes
+   * u2; a non-object top-level value replaces that key. Untouched records are shared, not copied.
+   */
+  withOverrides(overrides: JsonObject): StateBase {
+    const keys = [...this.keys];
+    const collections = new Map(this.collections);
+    const values = new Map(this.values);
+    for (const [key, change] of Object.entries(overrides)) {
+      if (!keys.includes(key)) keys.push(key);
+      const existing = collections.get(key);
+      if (existing && isPlainObject(change)) {
+        const records = new Map(existing.records);
+        for (const [id, record] of Object.entries(change)) {
+          if (record === null) records.delete(id);
+          else records.set(id, JSON.stringify(record));
+        }
+        collections.set(key, { ids: [...records.keys()], records });
+      } else if (isPlainObject(change)) {
+        values.delete(key);
+        const records = new Map(Object.entries(change).map(([id, r]) => [id, JSON.stringify(r)] as [string, string]));
+        collections.set(key, { ids: [...records.keys()], records });
+      } else {
+        collections.delete(key);
+        values.set(key, JSON.stringify(change ?? null));
+      }
+    }
+    return new StateBase(keys, collections, values);
+  }
+
+  layout(): StateLayout {
+    return { keys: this.keys, collections: [...this.collections.keys()], values: Object.fromEntries(this.values) };
+  }
+
+  isCollection(key: string): boolean {
+    return this.collections.has(key);
+  }
+
+  record(collection: string, id: string): string | undefined {
+    return this.collections.get(collection)?.records.get(id);
+  }
+
+  ids(collection: string): readonly string[] {
+    return this.collections.get(collection)?.ids ?? [];
+  }
+
+  idsJson(collection: string): string {
+    const c = this.collections.get(collection);
+    if (!c) return "[]";
+    c.idsJson ??= JSON.stringify(c.ids);
+    return c.idsJson;
+  }
+
+  value(key: string): string | undefined {
+    return this.values.get(key);
+  }
+
+  /** Answers the guest's lazy reads (see HostRead). */
+  read(op: string, collection: string, id: string): string | undefined {
+    if (op === "get") return this.record(collection, id);
+    if (op === "keys") return this.idsJson(collection);
+    if (op === "has") return this.collections.get(collection)?.records.has(id) ? "1" : "0";
+    return undefined;
+  }
+
+  /** The state hash of this base; computed once (it walks every record) and then shared. */
+  hash(): StateHash {
+    if (!this.hashCache) {
+      const h = new StateHash();
+      for (const [name, c] of this.collections) {
+        h.add(collectionEntry(name));
+        for (const [id, json] of c.records) h.add(recordEntry(name, id, json));
+      }
+      for (const [key, json] of this.values) h.add(valueEntry(key, json));
+      this.hashCache = h;
+    }
+    return this.hashCache.clone();
+  }
+
+  /** The whole state as JSON text, assembled from the stored record texts without parsing them. */
+  toJson(): string {
+    return new StateView(this).toJson();
+  }
+}
+
+/**
+ * A base plus an episode's changes: the current state without materialising it. Used to answer
+ * checkers' reads of the final state, compose state() on request, and compare two episodes.
+ */
+export class StateView {
+  constructor(
+    readonly base: StateBase,
+    /** collection -> id -> current JSON (null = deleted); only records that differ from the base. */
+    readonly records: Map<string, Map<string, string | null>> = new Map(),
+    /** top-level keys in current order, with a value's JSON or "collection". */
+    readonly top: Map<string, string | { collection: true }> = initialTop(base),
+  ) {}
+
+  record(collection: string, id: string): string | undefined {
+    const changed = this.records.get(collection)?.get(id);
+    if (changed !== undefined) return changed ?? undefined;
+    return this.base.record(collection, id);
+  }
+
+  ids(collection: string): string[] {
+    const changed = this.records.get(collection);
+    const baseIds = this.base.ids(collection);
+    if (!changed) return [...baseIds];
+    const out = baseIds.filter((id) => changed.get(id) !== null);
+    for (const [id, json] of changed) if (json !== null && this.base.record(collection, id) === undefined) out.push(id);
+    return out;
+  }
+
+  read(op: string, collection: string, id: string): string | undefined {
+    if (op === "get") return this.record(collection, id);
+    if (op === "keys") return JSON.stringify(this.ids(collection));
+    if (op === "has") return this.record(collection, id) === undefined ? "0" : "1";
+    return undefined;
+  }
+
+  layout(): StateLayout {
+    const keys: string[] = [];
+    const collections: string[] = [];
+    const values: Record<string, string> = {};
+    for (const [key, v] of this.top) {
+      keys.push(key);
+      if (typeof v === "string") values[key] = v;
+      else collections.push(key);
+    }
+    return { keys, collections, values };
+  }
+
+  toJson(): string {
+    const parts: string[] = [];
+    for (const key of this.top.keys()) parts.push(`${JSON.stringify(key)}:${this.toJsonOf(key)}`);
+    return `{${parts.join(",")}}`;
+  }
+
+  /** One top-level key's JSON text; a collection is assembled from its record texts. */
+  toJsonOf(key: string): string {
+    const v = this.top.get(key);
+    if (v === undefined) return "null";
+    if (typeof v === "string") return v;
+    const recs: string[] = [];
+    for (const id of this.ids(key)) recs.push(`${JSON.stringify(id)}:${this.record(key, id)}`);
+    return `{${recs.join(",")}}`;
+  }
+}
+
+function initialTop(base: StateBase): Map<string, string | { collection: true }> {
+  const top = new Map<string, string | { collection: true }>();
+  for (const key of base.keys) top.set(key, base.isCollection(key) ? { collection: true } : (base.value(key) as string));
+  return top;
+}

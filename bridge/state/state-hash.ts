@@ -1,0 +1,47 @@
+import { createHash } from "node:crypto";
+import { canonicalJson } from "./canonical-json.js";
+
+const MOD = 1n << 256n;
+
+/**
+ * An order-independent hash of a state: the sum, mod 2^256, of the SHA-256 of every (collection, id,
+ * record) entry and every top-level value, each in canonical JSON. A step that changes k records
+ * updates it in O(k) instead of rehashing the whole state; equal states always hash equal.
+ */
+export class StateHash {
+  private sum = 0n;
+
+  add(entry: string): void {
+    this.sum = (this.sum + entryDigest(entry)) % MOD;
+  }
+
+  remove(entry: string): void {
+    this.sum = (this.sum - entryDigest(entry) + MOD) % MOD;
+  }
+
+  clone(): StateHash {
+    const h = new StateHash();
+    h.sum = this.sum;
+    return h;
+  }
+
+  hex(): string {
+    return this.sum.toString(16).padStart(64, "0");
+  }
+}
+
+function entryDigest(entry: string): bigint {
+  return BigInt("0x" + createHash("sha256").update(entry).digest("hex"));
+}
+
+export function recordEntry(collection: string, id: string, json: string): string {
+  return `r\u0000${collection}\u0000${id}\u0000${canonicalJson(JSON.parse(json))}`;
+}
+
+export function collectionEntry(collection: string): string {
+  return `c\u0000${collection}`;
+}
+
+export function valueEntry(key: string, json: string): string {
+  return `v\u0000${key}\u0000${canonicalJson(JSON.parse(json))}`;
+}

@@ -1,0 +1,54 @@
+import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
+import { checkBundle, type CheckReport } from "../../bridge/check/check-bundle.js";
+import { BundleLoadError, findBundleDirs, loadBundle } from "../../envs/load-bundle.js";
+
+interface CheckArgs {
+  paths: string[];
+  quiet: boolean;
+}
+
+export const checkCommand: CommandModule<object, CheckArgs> = {
+  command: "check <paths..>",
+  describe: "Validate env bundles: schema, sandbox load, tools, state schema, checks, reference solutions",
+  builder: (y: Argv) =>
+    y
+      .positional("paths", { type: "string", array: true, demandOption: true, describe: "a bundle folder, or a folder of bundles" })
+      .option("quiet", { type: "boolean", default: false, describe: "print only failing bundles" }) as Argv<CheckArgs>,
+  handler: async (args: ArgumentsCamelCase<CheckArgs>) => {
+    let failed = 0;
+    let total = 0;
+    for (const path of args.paths) {
+      let dirs: string[];
+      try {
+        dirs = findBundleDirs(path);
+      } catch (e) {
+        console.error(`✗ ${path}\n    ${(e as Error).message}`);
+        failed++;
+        continue;
+      }
+      if (dirs.length === 0) {
+        console.error(`✗ ${path}\n    no bundles here (a bundle is a folder with a manifest.json)`);
+        failed++;
+      }
+      for (const dir of dirs) {
+        total++;
+        let report: CheckReport;
+        try {
+          report = await checkBundle(loadBundle(dir));
+        } catch (e) {
+          if (!(e instanceof BundleLoadError)) throw e;
+          report = { envId: dir, dir, tools: 0, scenarios: 0, problems: e.problems.map((p) => `${p.file}: ${p.message}`), warnings: [] };
+        }
+        const ok = report.problems.length === 0;
+        if (!ok) failed++;
+        if (ok && args.quiet) continue;
+        const mark = ok ? "✓" : "✗";
+        console.log(`${mark} ${report.envId} (${report.tools} tools, ${report.scenarios} scenarios) ${report.dir}`);
+        for (const p of report.problems) console.log(`    error: ${p}`);
+        for (const w of report.warnings) console.log(`    warning: ${w}`);
+      }
+    }
+    console.log(`${total - failed}/${total} bundles passed`);
+    process.exitCode = failed ? 1 : 0;
+  },
+};

@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+import yargs from "yargs";
+import { hideBin } from "yargs/helpers";
+import { checkCommand } from "./commands/check.js";
+
+// the sandbox's Date reads the host time zone through emscripten; pin it so episodes replay anywhere
+process.env.TZ = "UTC";
+
+await yargs(hideBin(process.argv))
+  .scriptName("envscaler")
+  .command(checkCommand)
+  .demandCommand(1, "name a command; see --help")
+  .strict()
+  .help()
+  .parseAsync();

@@ -1,0 +1,155 @@
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { StateBase, type JsonObject } from "../bridge/state/state-base.js";
+import { EnvManifest, Scenario } from "./bundle-schema.js";
+
+/** One problem found while loading a bundle, with the file it is in. */
+export interface BundleProblem {
+  file: string;
+  message: string;
+}
+
+export class BundleLoadError extends Error {
+  override readonly name = "BundleLoadError";
+  constructor(readonly problems: BundleProblem[]) {
+    super(problems.map((p) => `${p.file}: ${p.message}`).join("\n"));
+  }
+}
+
+/** A loaded, schema-valid env bundle. Immutable; state bases are built lazily and shared. */
+export class EnvBundle {
+  private readonly bases = new Map<string, StateBase>();
+  private defaultBase: StateBase | undefined;
+
+  constructor(
+    readonly dir: string,
+    readonly manifest: EnvManifest,
+    readonly source: string,
+    private readonly defaultState: JsonObject,
+    readonly scenarios: ReadonlyMap<string, Scenario>,
+    /** SHA-256 over manifest, source, default state and scenarios: identifies exactly what ran. */
+    readonly contentHash: string,
+  ) {}
+
+  get id(): string {
+    return this.manifest.id;
+  }
+
+  scenario(id: string): Scenario | undefined {
+    return this.scenarios.get(id);
+  }
+
+  /** The initial state of a scenario (or of the env's default when `scenarioId` is undefined). */
+  stateBase(scenarioId?: string): StateBase {
+    this.defaultBase ??= StateBase.fromState(this.defaultState);
+    if (scenarioId === undefined) return this.defaultBase;
+    let base = this.bases.get(scenarioId);
+    if (!base) {
+      const s = this.scenarios.get(scenarioId);
+      if (!s) throw new Error(`unknown scenario ${scenarioId}`);
+      base = s.initial_state ? StateBase.fromState(s.initial_state) : s.state_overrides ? this.defaultBase.withOverrides(s.state_overrides) : this.defaultBase;
+      this.bases.set(scenarioId, base);
+    }
+    return base;
+  }
+
+  /** The full initial state of a scenario as a plain object (for validation; avoid on hot paths). */
+  initialState(scenarioId?: string): JsonObject {
+    return JSON.parse(this.stateBase(scenarioId).toJson()) as JsonObject;
+  }
+
+  scenarioHash(scenarioId: string): string {
+    return sha256(JSON.stringify(this.scenarios.get(scenarioId)));
+  }
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function zodProblems(file: string, error: z.ZodError, prefix = ""): BundleProblem[] {
+  return error.issues.map((i) => ({ file, message: `${prefix}${i.path.length ? i.path.join(".") + ": " : ""}${i.message}` }));
+}
+
+function readJson(file: string, problems: BundleProblem[]): unknown {
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch (e) {
+    problems.push({ file, message: existsSync(file) ? `not valid JSON: ${(e as Error).message}` : "missing" });
+    return undefined;
+  }
+}
+
+/** Loads one bundle directory (manifest.json, the class source, scenarios.json). */
+export function loadBundle(dirPath: string): EnvBundle {
+  const dir = resolve(dirPath);
+  const problems: BundleProblem[] = [];
+  const manifestFile = join(dir, "manifest.json");
+  const rawManifest = readJson(manifestFile, problems);
+  if (rawManifest === undefined) throw new BundleLoadError(problems);
+  const parsed = EnvManifest.safeParse(rawManifest);
+  if (!parsed.success) throw new BundleLoadError(zodProblems(manifestFile, parsed.error));
+  const manifest = parsed.data;
+
+  const toolNames = manifest.tools.map((t) => t.function.name);
+  const dupTools = toolNames.filter((n, i) => toolNames.indexOf(n) !== i);
+  if (dupTools.length) problems.push({ file: manifestFile, message: `duplicate tool names: ${dupTools.join(", ")}` });
+  for (const t of manifest.terminating_tools) {
+    if (!toolNames.includes(t)) problems.push({ file: manifestFile, message: `terminating tool ${t} is not among the tools` });
+  }
+
+  const sourceFile = join(dir, manifest.source_file);
+  let source = "";
+  try {
+    source = readFileSync(sourceFile, "utf8");
+  } catch {
+    problems.push({ file: sourceFile, message: "missing env class source" });
+  }
+
+  let defaultState: JsonObject = manifest.default_state ?? {};
+  if (manifest.default_state_file) {
+    const file = join(dir, manifest.default_state_file);
+    const raw = readJson(file, problems);
+    if (raw !== undefined && (raw === null || typeof raw !== "object" || Array.isArray(raw))) problems.push({ file, message: "the default state must be a JSON object" });
+    else if (raw !== undefined) defaultState = raw as JsonObject;
+  }
+
+  const scenariosFile = join(dir, "scenarios.json");
+  const scenarios = new Map<string, Scenario>();
+  const rawScenarios = existsSync(scenariosFile) ? readJson(scenariosFile, problems) : [];
+  if (rawScenarios !== undefined && !Array.isArray(rawScenarios)) problems.push({ file: scenariosFile, message: "must be a JSON array of scenarios" });
+  else if (Array.isArray(rawScenarios)) {
+    rawScenarios.forEach((raw, i) => {
+      const label = `scenario[${i}]${raw && typeof raw === "object" && "id" in raw ? ` (${String((raw as { id: unknown }).id)})` : ""}: `;
+      const s = Scenario.safeParse(raw);
+      if (!s.success) return problems.push(...zodProblems(scenariosFile, s.error, label));
+      if (s.data.env_id !== manifest.id) problems.push({ file: scenariosFile, message: `${label}env_id ${s.data.env_id} is not this bundle's id ${manifest.id}` });
+      if (scenarios.has(s.data.id)) problems.push({ file: scenariosFile, message: `${label}duplicate scenario id` });
+      for (const a of s.data.reference_actions ?? []) {
+        if (!toolNames.includes(a.name)) problems.push({ file: scenariosFile, message: `${label}reference action ${a.name} is not a tool` });
+      }
+      scenarios.set(s.data.id, s.data);
+    });
+  }
+  if (problems.length) throw new BundleLoadError(problems);
+  const contentHash = sha256(JSON.stringify([manifest, source, defaultState, [...scenarios.values()]]));
+  return new EnvBundle(dir, manifest, source, defaultState, scenarios, contentHash);
+}
+
+/** True when `dir` is a bundle (has a manifest.json) rather than a folder of bundles. */
+export function isBundleDir(dir: string): boolean {
+  return existsSync(join(dir, "manifest.json"));
+}
+
+/** The bundle directories at `path`: the path itself if it is a bundle, else its bundle subfolders. */
+export function findBundleDirs(path: string): string[] {
+  const root = resolve(path);
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new BundleLoadError([{ file: root, message: "not a directory" }]);
+  if (isBundleDir(root)) return [root];
+  return readdirSync(root)
+    .map((name) => join(root, name))
+    .filter((d) => statSync(d).isDirectory() && isBundleDir(d))
+    .sort();
+}
