@@ -72,11 +72,19 @@ export class OpenAIUserSimulator implements UserSimulator {
   private readonly client: OpenAI;
   private readonly messages: { role: "system" | "user" | "assistant"; content: string }[];
 
+  private readonly prefill: string[];
+
+  /**
+   * @param prefill replies already recorded for this conversation (restoring an episode): they are
+   * replayed into the history in order before any new LLM call is made.
+   */
   constructor(
     task: string,
     instructions: string,
     private readonly config: UserSimulatorConfig = {},
+    prefill: readonly string[] = [],
   ) {
+    this.prefill = [...prefill];
     this.client = new OpenAI({
       baseURL: config.baseURL ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL,
       apiKey: config.apiKey ?? process.env.USER_OPENAI_API_KEY ?? process.env.OPENAI_API_KEY ?? "unset",
@@ -92,6 +100,11 @@ export class OpenAIUserSimulator implements UserSimulator {
 
   async reply(agentMessage: string): Promise<string> {
     this.messages.push({ role: "user", content: `[Agent] ${agentMessage}` });
+    const recorded = this.prefill.shift();
+    if (recorded !== undefined) {
+      this.messages.push({ role: "assistant", content: `# Thought:\n(recorded)\n# Reply:\n${recorded}` });
+      return recorded;
+    }
     const tries = 1 + (this.config.maxFormatRetries ?? 3);
     for (let i = 0; i < tries; i++) {
       let raw: string;

@@ -1,8 +1,21 @@
+import { isMainThread, resourceLimits } from "node:worker_threads";
+
+/**
+ * The QuickJS stack budget this thread can afford. Deep parser and JSON nesting use far more host
+ * (V8) stack per guest frame than QuickJS accounts for (measured: 16x too little, 32x enough); if the
+ * host stack overflows first, the runtime is corrupted. So the guest gets 1/64 of the thread's stack:
+ * 64 KB on a main thread (~1 MB stack), 256 KB in an engine worker started with a 16 MB stack.
+ */
+export function safeGuestStackBytes(): number {
+  const hostMb = isMainThread ? 1 : (resourceLimits.stackSizeMb ?? 4);
+  return Math.max(32 * 1024, Math.floor((hostMb * 1024 * 1024) / 64));
+}
+
 /** Resource limits for one sandbox. Units are in the names. */
 export interface SandboxLimits {
   /** Hard cap on the sandbox's WebAssembly memory; the only cap QuickJS cannot exceed. */
   memoryBytes: number;
-  /** QuickJS stack budget. Must stay far below the host thread's stack (see engine worker). */
+  /** QuickJS stack budget; never above safeGuestStackBytes() for the running thread. */
   stackBytes: number;
   /** Deadline for one guest call (a tool call, a check, loading the env), enforced by interrupts. */
   callTimeoutMs: number;
@@ -12,7 +25,7 @@ export interface SandboxLimits {
 
 export const DEFAULT_LIMITS: SandboxLimits = {
   memoryBytes: 256 * 1024 * 1024,
-  stackBytes: 256 * 1024,
+  stackBytes: safeGuestStackBytes(),
   callTimeoutMs: 2000,
   maxOutputBytes: 8 * 1024 * 1024,
 };

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
-import { type SandboxLimits } from "./limits.js";
+import { safeGuestStackBytes, type SandboxLimits } from "./limits.js";
 import { newCappedModule, type CappedModule } from "./quickjs-loader.js";
 import { SandboxFault } from "./sandbox-fault.js";
 
@@ -24,6 +24,19 @@ export interface SandboxOptions {
 
 /** What a guest op returned: a value, or the exception the guest code threw. */
 export type GuestResult = { ok: true; value: unknown } | { ok: false; error: { name: string; message: string } };
+
+/**
+ * Told when a guest call starts and ends, with the call's deadline. The engine worker publishes this
+ * to its watchdog, which stops the whole worker if a native builtin ignores the interrupt handler.
+ */
+export interface CallMonitor {
+  start(deadlineMs: number): void;
+  end(): void;
+}
+let monitor: CallMonitor | null = null;
+export function setCallMonitor(m: CallMonitor | null): void {
+  monitor = m;
+}
 
 /** Thrown for env source that does not even evaluate (syntax errors, top-level throws). */
 export class GuestEvalError extends Error {
@@ -55,7 +68,7 @@ export class Sandbox implements Disposable {
     const runtime = capped.module.newRuntime();
     // setMemoryLimit only refuses single huge allocations here, which still fails fast on e.g. 'x'.repeat(2**30)
     runtime.setMemoryLimit(capped.maxBytes);
-    runtime.setMaxStackSize(options.limits.stackBytes);
+    runtime.setMaxStackSize(Math.min(options.limits.stackBytes, safeGuestStackBytes()));
     const context = runtime.newContext();
     const sandbox = new Sandbox(capped, runtime, context, options.limits);
     runtime.setInterruptHandler(() => {
@@ -101,6 +114,11 @@ export class Sandbox implements Disposable {
       const out = this.guard(() => ctx.callFunction(this.dispatcher, ctx.undefined, ...handles), op);
       const text = ctx.getString(out);
       out.dispose();
+      // Guest code can catch an out-of-memory error and carry on, but linear memory never shrinks:
+      // a sandbox that has grown to its cap is spent, whatever the guest reported.
+      if (this.memoryBytes >= this.capped.maxBytes * 0.9) {
+        throw this.poison(new SandboxFault("env_oom", `${op}: the sandbox reached its ${this.capped.maxBytes}-byte memory cap`));
+      }
       if (text.length > this.limits.maxOutputBytes) {
         throw this.poison(new SandboxFault("env_output_invalid", `output of ${text.length} bytes is over the ${this.limits.maxOutputBytes}-byte limit`));
       }
@@ -129,6 +147,7 @@ export class Sandbox implements Disposable {
     this.interrupted = false;
     this.deadline = performance.now() + this.limits.callTimeoutMs;
     let result: { error?: QuickJSHandle; value?: QuickJSHandle };
+    monitor?.start(Date.now() + this.limits.callTimeoutMs);
     try {
       result = run();
     } catch (e) {
@@ -136,6 +155,7 @@ export class Sandbox implements Disposable {
       throw this.poison(new SandboxFault("env_crashed", `${what}: sandbox aborted (${e instanceof Error ? e.message : String(e)})`));
     } finally {
       this.deadline = 0;
+      monitor?.end();
     }
     if (result.error === undefined) return result.value as QuickJSHandle;
     const errorHandle = result.error;

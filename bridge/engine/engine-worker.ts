@@ -1,0 +1,136 @@
+// Engine worker: hosts many episodes' sandboxes in one thread. The pool's watchdog may terminate
+// this thread at any time (a native builtin that ignores QuickJS's interrupt handler); episodes are
+// then restored elsewhere from their recorded inputs, so nothing here may hold state that matters
+// beyond what the pool already acknowledged.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { parentPort, workerData } from "node:worker_threads";
+import { EnvRegistry } from "../../envs/registry.js";
+import { Episode, EpisodeStateError, type StepResult } from "../episode/episode.js";
+import { EnvLoadError } from "../episode/env-session.js";
+import { ReferenceCache } from "../episode/reference-state.js";
+import { OpenAIUserSimulator, UserSimulatorError, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
+import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import { setCallMonitor } from "../sandbox/sandbox.js";
+import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
+
+process.env.TZ = "UTC";
+
+interface WorkerInit {
+  envPaths: string[];
+  watch: SharedArrayBuffer;
+}
+const init = workerData as WorkerInit;
+const port = parentPort!;
+const registry = EnvRegistry.load(init.envPaths);
+const references = new ReferenceCache();
+const watch = new Float64Array(init.watch);
+const current = new AsyncLocalStorage<number>();
+
+setCallMonitor({
+  start(deadlineMs) {
+    watch[WATCH_EPISODE] = current.getStore() ?? -1;
+    watch[WATCH_DEADLINE] = deadlineMs;
+  },
+  end() {
+    watch[WATCH_DEADLINE] = 0;
+  },
+});
+
+interface Hosted {
+  episode: Episode;
+  /** Serialises this episode's requests: one at a time, in arrival order. */
+  tail: Promise<unknown>;
+  repliesSent: number;
+}
+const hosted = new Map<string, Hosted>();
+
+class RequestError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function makeEpisode(episodeId: string, scenarioId: string, seed: number, user: UserSimulatorConfig | null, prefill: string[] = []): Episode {
+  const found = registry.scenario(scenarioId);
+  if (!found) throw new RequestError("unknown_scenario", `no scenario ${scenarioId}`);
+  const { bundle, scenario } = found;
+  let sim: UserSimulator | undefined;
+  if (scenario.mode === "conversation" && user) sim = new OpenAIUserSimulator(scenario.task, scenario.user_instructions ?? "", user, prefill);
+  return new Episode({
+    bundle,
+    scenario,
+    seed,
+    episodeId,
+    user: sim,
+    reference: () => references.get(bundle, scenario.id, seed),
+  });
+}
+
+function newReplies(h: Hosted): string[] {
+  const all = h.episode.inputs.user_replies;
+  const out = all.slice(h.repliesSent);
+  h.repliesSent = all.length;
+  return out;
+}
+
+async function handle(req: EngineRequest): Promise<{ value: unknown; user_replies?: string[] }> {
+  if (req.op === "reset" || req.op === "restore") {
+    const restoring = req.op === "restore";
+    const inputs = restoring ? req.inputs : undefined;
+    const episode = makeEpisode(req.episode, inputs?.scenario_id ?? (req as { scenario_id: string }).scenario_id, inputs?.seed ?? (req as { seed: number }).seed, req.user, inputs?.user_replies);
+    const h: Hosted = { episode, tail: Promise.resolve(), repliesSent: 0 };
+    hosted.set(req.episode, h);
+    try {
+      const first = await episode.reset();
+      if (!restoring) return { value: first, user_replies: newReplies(h) };
+      let last: StepResult | undefined;
+      for (const action of inputs!.actions) last = await episode.step(action);
+      h.repliesSent = episode.inputs.user_replies.length;
+      const hash = last?.info.state_hash ?? first.info.state_hash;
+      if (hash !== req.state_hash) throw new RequestError("env_crashed", `the episode could not be restored exactly (state hash ${hash} != ${req.state_hash})`);
+      return { value: { restored: true, steps: inputs!.actions.length } };
+    } catch (e) {
+      hosted.delete(req.episode);
+      episode.close();
+      throw e;
+    }
+  }
+  const h = hosted.get(req.episode);
+  if (!h) throw new RequestError("unknown_episode", `no episode ${req.episode} on this engine`);
+  switch (req.op) {
+    case "step":
+      return { value: await h.episode.step(req.action), user_replies: newReplies(h) };
+    case "finish":
+      return { value: await h.episode.finish() };
+    case "state":
+      return { value: h.episode.stateJson() };
+    case "close":
+      h.episode.close();
+      hosted.delete(req.episode);
+      return { value: null };
+  }
+}
+
+function toError(e: unknown): { code: string; message: string } {
+  if (e instanceof RequestError) return { code: e.code, message: e.message };
+  if (e instanceof EpisodeStateError) return { code: e.code, message: e.message };
+  if (e instanceof EnvLoadError) return { code: "env_load_failed", message: e.message };
+  if (e instanceof SandboxFault) return { code: e.code, message: e.message };
+  if (e instanceof UserSimulatorError) return { code: "user_simulator_failed", message: e.message };
+  return { code: "internal_error", message: e instanceof Error ? e.message : String(e) };
+}
+
+port.on("message", (req: EngineRequest & { slot: number }) => {
+  const h = hosted.get(req.episode);
+  const run = () =>
+    current.run(req.slot, () => handle(req)).then(
+      (r): EngineReply => ({ id: req.id, ok: true, value: r.value, ...(r.user_replies?.length ? { user_replies: r.user_replies } : {}) }),
+      (e): EngineReply => ({ id: req.id, ok: false, error: toError(e) }),
+    );
+  const done = (h ? h.tail.then(run) : run()).then((reply) => port.postMessage(reply));
+  if (h) h.tail = done;
+});
+port.postMessage({ ready: true });

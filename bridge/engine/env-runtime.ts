@@ -1,0 +1,313 @@
+import { randomUUID } from "node:crypto";
+import { Worker } from "node:worker_threads";
+import { EnvRegistry } from "../../envs/registry.js";
+import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
+import type { UserSimulatorConfig } from "../episode/user-simulator.js";
+import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
+
+/** A request the runtime could not serve; `code` is one of the protocol's error codes. */
+export class RuntimeError extends Error {
+  override readonly name = "RuntimeError";
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface RuntimeOptions {
+  /** Bundle folders, or folders of bundles. */
+  envs: string[];
+  /** Engine worker threads; episodes are spread over them. @default 1 */
+  workers?: number;
+  /** The simulated user's endpoint for conversation scenarios; null: conversation episodes have no user. */
+  user?: UserSimulatorConfig | null;
+  /** How long past a guest call's own deadline before the watchdog stops its worker. @unit ms @default 1000 */
+  hardStopGraceMs?: number;
+  /** Restarts of one worker allowed within a minute before its episodes are failed instead. @default 10 */
+  maxRestartsPerMinute?: number;
+}
+
+export interface ResetResult {
+  episode_id: string;
+  observation: Observation;
+  info: ResetInfo;
+}
+
+type Op = EngineRequest["op"];
+type RequestBody = { op: Op } & Record<string, unknown>;
+
+interface Pending {
+  body: RequestBody;
+  episode: EpisodeRecord;
+  resolve: (reply: EngineReply) => void;
+}
+
+interface EpisodeRecord {
+  id: string;
+  slot: number;
+  engine: Engine;
+  inputs: EpisodeInputs;
+  stateHash: string;
+  /** Set when the episode was lost (its worker died on it): every later request gets this error. */
+  dead?: { code: string; message: string };
+  deathReported?: boolean;
+  restoring?: Promise<void>;
+}
+
+interface Engine {
+  index: number;
+  worker: Worker;
+  watch: Float64Array;
+  ready: Promise<void>;
+  pending: Map<number, Pending>;
+  episodes: Set<EpisodeRecord>;
+  restarts: number[];
+  stopping: boolean;
+}
+
+function workerEntry(): { url: URL; execArgv: string[] } {
+  // under tsx/vitest this module is TypeScript, and so is the worker it starts
+  const ts = import.meta.url.endsWith(".ts");
+  return { url: new URL(ts ? "./engine-worker-dev.mjs" : "./engine-worker.js", import.meta.url), execArgv: [] };
+}
+
+/**
+ * The library entry point: episodes of the bundled scenarios, run in sandboxes on engine worker
+ * threads. A watchdog stops a worker whose guest call ignores its deadline (a native builtin that
+ * never polls the interrupt handler); that call's episode ends with `env_timeout`, and every other
+ * episode on the worker is restored on a fresh one by re-executing its recorded inputs, which the
+ * sandbox's seeded randomness and virtual clock make exact.
+ */
+export class EnvRuntime {
+  readonly registry: EnvRegistry;
+  private readonly engines: Engine[] = [];
+  private readonly episodes = new Map<string, EpisodeRecord>();
+  private nextRequest = 1;
+  private nextSlot = 1;
+  private watchdog: NodeJS.Timeout | undefined;
+  private closed = false;
+  readonly counters = { hard_stops: 0, restored: 0, lost: 0 };
+
+  private constructor(private readonly options: RuntimeOptions) {
+    this.registry = EnvRegistry.load(options.envs);
+  }
+
+  static async start(options: RuntimeOptions): Promise<EnvRuntime> {
+    const rt = new EnvRuntime(options);
+    for (let i = 0; i < Math.max(1, options.workers ?? 1); i++) rt.engines.push(rt.spawn(i, []));
+    try {
+      await Promise.all(rt.engines.map((e) => e.ready));
+    } catch (e) {
+      await rt.close();
+      throw e;
+    }
+    rt.watchdog = setInterval(() => rt.checkDeadlines(), 100);
+    rt.watchdog.unref();
+    return rt;
+  }
+
+  private spawn(index: number, restarts: number[]): Engine {
+    const { url, execArgv } = workerEntry();
+    const watch = new Float64Array(new SharedArrayBuffer(16));
+    const worker = new Worker(url, {
+      workerData: { envPaths: this.options.envs, watch: watch.buffer },
+      execArgv,
+      // the sandbox's stack budget is derived from this (see safeGuestStackBytes)
+      resourceLimits: { stackSizeMb: 16 },
+    });
+    const engine: Engine = { index, worker, watch, ready: Promise.resolve(), pending: new Map(), episodes: new Set(), restarts, stopping: false };
+    engine.ready = new Promise<void>((resolve, reject) => {
+      const onMessage = (m: unknown) => {
+        if ((m as { ready?: boolean }).ready) {
+          worker.off("error", reject);
+          resolve();
+        }
+      };
+      worker.once("message", onMessage);
+      worker.once("error", reject);
+    });
+    worker.on("message", (m: EngineReply | { ready: true }) => {
+      if ("ready" in m) return;
+      const p = engine.pending.get(m.id);
+      if (!p) return;
+      engine.pending.delete(m.id);
+      p.resolve(m);
+    });
+    worker.on("error", () => {
+      /* followed by "exit", handled there */
+    });
+    worker.on("exit", () => {
+      if (!engine.stopping && !this.closed) void this.recover(engine, null);
+    });
+    return engine;
+  }
+
+  private checkDeadlines(): void {
+    const grace = this.options.hardStopGraceMs ?? 1000;
+    for (const engine of this.engines) {
+      const deadline = engine.watch[WATCH_DEADLINE]!;
+      if (deadline !== 0 && Date.now() > deadline + grace && !engine.stopping) {
+        this.counters.hard_stops++;
+        void this.recover(engine, engine.watch[WATCH_EPISODE]!);
+      }
+    }
+  }
+
+  /** Replaces a dead or stuck worker and restores its episodes, except `culprit`'s. */
+  private async recover(engine: Engine, culprit: number | null): Promise<void> {
+    engine.stopping = true;
+    await engine.worker.terminate();
+    const now = Date.now();
+    const restarts = [...engine.restarts.filter((t) => now - t < 60_000), now];
+    const replacement = this.spawn(engine.index, restarts);
+    this.engines[engine.index] = replacement;
+    const giveUp = restarts.length > (this.options.maxRestartsPerMinute ?? 10);
+    try {
+      await replacement.ready;
+    } catch {
+      /* handled below as a lost worker */
+    }
+    for (const rec of engine.episodes) {
+      const waiting = [...engine.pending.values()].filter((p) => p.episode === rec);
+      if (rec.slot === culprit || giveUp) {
+        rec.dead = rec.slot === culprit
+          ? { code: "env_timeout", message: "a guest call ignored its deadline (a native builtin that cannot be interrupted); the episode was stopped" }
+          : { code: "engine_unavailable", message: "the engine worker keeps failing; its episodes were dropped" };
+        this.counters.lost++;
+        for (const p of waiting) p.resolve(this.deadReply(rec, p.body));
+        continue;
+      }
+      rec.engine = replacement;
+      replacement.episodes.add(rec);
+      rec.restoring = this.post(replacement, rec, { op: "restore", episode: rec.id, inputs: rec.inputs, user: this.options.user ?? null, state_hash: rec.stateHash }).then((reply) => {
+        rec.restoring = undefined;
+        if (!reply.ok) rec.dead = { code: "env_crashed", message: `lost with its engine worker and not restorable: ${reply.error.message}` };
+        else this.counters.restored++;
+      });
+      await rec.restoring;
+      for (const p of waiting) p.resolve(rec.dead ? this.deadReply(rec, p.body) : await this.post(replacement, rec, p.body));
+    }
+    engine.pending.clear();
+  }
+
+  /** What a request on a lost episode gets: the first `step` gets a terminal step carrying the error; anything else, the error. */
+  private deadReply(rec: EpisodeRecord, body: RequestBody): EngineReply {
+    const error = rec.dead!;
+    if (body.op !== "step" || rec.deathReported) return { id: 0, ok: false, error: rec.deathReported ? { code: "episode_done", message: `the episode ended: ${error.message}` } : error };
+    rec.deathReported = true;
+    const result: StepResult = {
+      observation: { role: "user", content: JSON.stringify({ error: { type: error.code, message: error.message } }) },
+      reward: 0,
+      terminated: true,
+      truncated: false,
+      info: { step: rec.inputs.actions.length + 1, episode_id: rec.id, tool_calls: [], diff: [], state_hash: rec.stateHash, end_reason: "env_fault", error: error as StepResult["info"]["error"] },
+    };
+    return { id: 0, ok: true, value: result };
+  }
+
+  private post(engine: Engine, episode: EpisodeRecord, body: RequestBody): Promise<EngineReply> {
+    const id = this.nextRequest++;
+    return new Promise<EngineReply>((resolve) => {
+      engine.pending.set(id, { body, episode, resolve });
+      engine.worker.postMessage({ ...body, id, slot: episode.slot });
+    });
+  }
+
+  private async request(rec: EpisodeRecord, body: RequestBody): Promise<unknown> {
+    if (this.closed) throw new RuntimeError("closed", "the runtime is closed");
+    if (rec.restoring) await rec.restoring;
+    if (rec.dead) {
+      const reply = this.deadReply(rec, body);
+      if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
+      return reply.value;
+    }
+    const reply = await this.post(rec.engine, rec, body);
+    if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
+    if (reply.user_replies) rec.inputs.user_replies.push(...reply.user_replies);
+    return reply.value;
+  }
+
+  private episode(id: string): EpisodeRecord {
+    const rec = this.episodes.get(id);
+    if (!rec) throw new RuntimeError("unknown_episode", `no episode ${id} (closed, or never reset)`);
+    return rec;
+  }
+
+  private leastLoaded(): Engine {
+    return this.engines.reduce((a, b) => (b.episodes.size < a.episodes.size ? b : a));
+  }
+
+  /** Starts an episode of a scenario. The seed defaults to a random one, reported in info. */
+  async reset(scenarioId: string, seed?: number, episodeId: string = randomUUID()): Promise<ResetResult> {
+    const found = this.registry.scenario(scenarioId);
+    if (!found) throw new RuntimeError("unknown_scenario", `no scenario ${scenarioId}`);
+    if (this.episodes.has(episodeId)) throw new RuntimeError("bad_request", `episode ${episodeId} already exists`);
+    const s = seed ?? Math.floor(Math.random() * 2 ** 31);
+    const engine = this.leastLoaded();
+    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs: { env_id: found.bundle.id, scenario_id: scenarioId, seed: s, actions: [], user_replies: [] }, stateHash: "" };
+    engine.episodes.add(rec);
+    this.episodes.set(episodeId, rec);
+    try {
+      const value = (await this.request(rec, { op: "reset", episode: episodeId, scenario_id: scenarioId, seed: s, user: this.options.user ?? null })) as ResetResult;
+      rec.stateHash = value.info.state_hash;
+      return { episode_id: episodeId, observation: value.observation, info: value.info };
+    } catch (e) {
+      this.forget(rec);
+      throw e;
+    }
+  }
+
+  async step(episodeId: string, action: unknown): Promise<StepResult> {
+    const rec = this.episode(episodeId);
+    const result = (await this.request(rec, { op: "step", episode: episodeId, action })) as StepResult;
+    rec.inputs.actions.push(action);
+    rec.stateHash = result.info.state_hash;
+    return result;
+  }
+
+  /** Ends the episode now and scores it (evaluation harnesses, tests without a simulated user). */
+  async finish(episodeId: string): Promise<StepResult> {
+    return (await this.request(this.episode(episodeId), { op: "finish", episode: episodeId })) as StepResult;
+  }
+
+  /** The episode's current state as JSON text. */
+  async state(episodeId: string): Promise<string> {
+    return (await this.request(this.episode(episodeId), { op: "state", episode: episodeId })) as string;
+  }
+
+  /** The inputs that reproduce the episode exactly (scenario, seed, actions, simulated user replies). */
+  inputs(episodeId: string): EpisodeInputs {
+    return structuredClone(this.episode(episodeId).inputs);
+  }
+
+  async closeEpisode(episodeId: string): Promise<void> {
+    const rec = this.episodes.get(episodeId);
+    if (!rec) return;
+    this.forget(rec);
+    if (!rec.dead) await this.post(rec.engine, rec, { op: "close", episode: episodeId });
+  }
+
+  private forget(rec: EpisodeRecord): void {
+    this.episodes.delete(rec.id);
+    rec.engine.episodes.delete(rec);
+  }
+
+  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number } {
+    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.watchdog);
+    await Promise.all(
+      this.engines.map((e) => {
+        e.stopping = true;
+        for (const p of e.pending.values()) p.resolve({ id: 0, ok: false, error: { code: "closed", message: "the runtime closed" } });
+        return e.worker.terminate();
+      }),
+    );
+  }
+}

@@ -1,0 +1,67 @@
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { EnvRuntime, RuntimeError } from "../../bridge/engine/env-runtime.js";
+import { FIXTURES } from "../helpers.js";
+
+let rt: EnvRuntime;
+beforeAll(async () => {
+  rt = await EnvRuntime.start({ envs: [FIXTURES, join(FIXTURES, "..", "hostile")], workers: 1, hardStopGraceMs: 300 });
+});
+afterAll(() => rt.close());
+
+test("an episode over the engine: reset, steps with diffs and hashes, reward", async () => {
+  const { episode_id, observation, info } = await rt.reset("notes-1", 3);
+  expect(observation.content).toMatch(/Add a note/);
+  expect(info).toMatchObject({ env_id: "notes-v1", scenario_id: "notes-1", seed: 3, mode: "task", max_steps: 8 });
+  expect(info.tools.map((t) => t.function.name)).toContain("add_note");
+  const s1 = await rt.step(episode_id, { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } });
+  expect(s1.info.diff).toEqual([
+    { op: "add", path: "/notes/n2", value: { user_id: "u2", title: "todo", body: "call mom", tags: ["new"] } },
+    { op: "replace", path: "/next_note", value: 3, old: 2 },
+  ]);
+  expect(s1.info.state_hash).not.toBe(info.state_hash);
+  const state = JSON.parse(await rt.state(episode_id));
+  expect(state.notes.n2.tags).toEqual(["new"]);
+  await rt.step(episode_id, { name: "delete_note", arguments: { note_id: "n1" } });
+  const end = await rt.step(episode_id, "Done.");
+  expect(end).toMatchObject({ reward: 1, terminated: true, truncated: false, info: { end_reason: "text_reply" } });
+  await expect(rt.step(episode_id, "again")).rejects.toMatchObject({ code: "episode_done" });
+  await rt.closeEpisode(episode_id);
+  await expect(rt.step(episode_id, "x")).rejects.toBeInstanceOf(RuntimeError);
+});
+
+test("unknown scenario and unknown episode are typed errors", async () => {
+  await expect(rt.reset("nope", 1)).rejects.toMatchObject({ code: "unknown_scenario" });
+  await expect(rt.step("nope", {})).rejects.toMatchObject({ code: "unknown_episode" });
+});
+
+test("a native builtin that ignores the deadline: its episode ends, co-tenants are restored exactly", async () => {
+  const a = await rt.reset("notes-1", 5);
+  const s1 = await rt.step(a.episode_id, { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } });
+  const b = await rt.reset("hostile-1", 1);
+  const t0 = Date.now();
+  const hung = await rt.step(b.episode_id, { name: "native_hang", arguments: {} });
+  expect(Date.now() - t0).toBeLessThan(1500);
+  expect(hung).toMatchObject({ terminated: true, reward: 0, info: { error: { code: "env_timeout" }, end_reason: "env_fault" } });
+  await expect(rt.step(b.episode_id, { name: "ping", arguments: {} })).rejects.toMatchObject({ code: "episode_done" });
+  expect(rt.stats()).toMatchObject({ hard_stops: 1, restored: 1, lost: 1 });
+
+  // the co-tenant carries on from exactly where it was
+  expect(JSON.parse(await rt.state(a.episode_id)).notes.n2.title).toBe("todo");
+  const s2 = await rt.step(a.episode_id, { name: "delete_note", arguments: { note_id: "n1" } });
+  expect(s2.info.state_hash).not.toBe(s1.info.state_hash);
+  const end = await rt.finish(a.episode_id);
+  expect(end.reward).toBe(1);
+
+  const c = await rt.reset("hostile-1", 2);
+  expect((await rt.step(c.episode_id, { name: "ping", arguments: {} })).observation.content).toBe('"pong"');
+});
+
+test("episodes run concurrently and stay isolated", async () => {
+  const eps = await Promise.all([1, 2, 3, 4].map((seed) => rt.reset("notes-1", seed)));
+  await Promise.all(eps.map((e, i) => rt.step(e.episode_id, { name: "add_note", arguments: { user_id: "u1", title: `t${i}`, body: "b" } })));
+  for (const [i, e] of eps.entries()) {
+    const notes = Object.values(JSON.parse(await rt.state(e.episode_id)).notes as Record<string, { title: string }>).map((n) => n.title);
+    expect(notes).toEqual(["groceries", `t${i}`]);
+  }
+});

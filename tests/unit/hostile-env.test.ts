@@ -1,0 +1,106 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, test } from "vitest";
+import { Episode } from "../../bridge/episode/episode.js";
+import { loadBundle } from "../../envs/load-bundle.js";
+
+const bundle = loadBundle(join(import.meta.dirname, "..", "fixtures", "hostile", "hostile"));
+const scenario = bundle.scenario("hostile-1")!;
+const open: Episode[] = [];
+
+async function fresh(seed = 1): Promise<Episode> {
+  const e = new Episode({ bundle, scenario, seed, episodeId: `e${open.length}` });
+  open.push(e);
+  await e.reset();
+  return e;
+}
+const call = (e: Episode, name: string) => e.step({ name, arguments: {} });
+
+afterEach(() => {
+  for (const e of open.splice(0)) e.close();
+});
+
+/** Every hostile case must leave the next episode fully working. */
+async function nextEpisodeWorks(): Promise<void> {
+  const e = await fresh();
+  const r = await call(e, "ping");
+  expect(r.observation.content).toBe('"pong"');
+  expect(r.terminated).toBe(false);
+}
+
+describe("faults end only their own episode, with a typed error", () => {
+  test("an infinite loop in a tool: env_timeout", async () => {
+    const e = await fresh();
+    const t0 = Date.now();
+    const r = await call(e, "spin");
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(r).toMatchObject({ terminated: true, reward: 0, info: { end_reason: "env_fault", error: { code: "env_timeout" } } });
+    await expect(call(e, "ping")).rejects.toMatchObject({ code: "episode_done" });
+    await nextEpisodeWorks();
+  });
+
+  test("a memory bomb: env_oom, stopped at the sandbox's own memory cap", async () => {
+    const e = await fresh();
+    const r = await call(e, "bomb");
+    expect(r.info.error?.code).toBe("env_oom");
+    await nextEpisodeWorks();
+  });
+
+  test("output over the size limit: env_output_invalid", async () => {
+    const e = await fresh();
+    const r = await call(e, "big_output");
+    expect(r.info.error?.code).toMatch(/env_output_invalid|env_oom/);
+    await nextEpisodeWorks();
+  });
+});
+
+describe("neutralised: the agent sees an error and the episode goes on", () => {
+  test.each(["recurse", "deep_json", "deep_parse", "cyclic"])("%s", async (tool) => {
+    const e = await fresh();
+    const r = await call(e, tool);
+    expect(r.terminated).toBe(false);
+    expect(r.observation.tool_results![0]!.ok).toBe(false);
+    expect(JSON.parse(r.observation.content).error.type).toBe("tool_exception");
+    expect((await call(e, "ping")).observation.content).toBe('"pong"');
+  });
+
+  test("a native builtin driven over a huge array-like is refused instead of hanging", async () => {
+    const e = await fresh();
+    const t0 = Date.now();
+    const r = await call(e, "array_like_hang");
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(r.observation.content).toMatch(/over the sandbox limit/);
+    expect(r.terminated).toBe(false);
+  });
+});
+
+test("no host capabilities are reachable", async () => {
+  const e = await fresh();
+  const r = await call(e, "escape");
+  expect(JSON.parse(r.observation.content)).toEqual({
+    process: "undefined",
+    require: "undefined",
+    fetch: "undefined",
+    setTimeout: "undefined",
+    ctor: "undefined",
+    globals: [],
+    // no module loader is installed: import() only yields a promise, and the host never runs its jobs
+    importIs: "promise",
+  });
+});
+
+test("an env that patches built-ins cannot fool the checks, which run in their own realm", async () => {
+  const e = await fresh();
+  await call(e, "patch_builtins");
+  const r = await e.step("All done.");
+  expect(r.reward).toBe(1);
+  expect(r.info.reward_info!.checks.every((c) => c.passed)).toBe(true);
+});
+
+test("Math.random and Date are deterministic per seed, and the time zone is pinned", async () => {
+  const runs = await Promise.all([1, 1, 2].map(async (seed) => JSON.parse((await call(await fresh(seed), "nondet")).observation.content)));
+  expect(runs[0]).toEqual(runs[1]);
+  expect(runs[0].r).not.toEqual(runs[2].r);
+  expect(runs[0].tz).toBe(0);
+  expect(runs[0].iso.startsWith("2025-01-01T09:00")).toBe(true);
+  expect(runs[0].viaProto).toBeGreaterThan(runs[0].now); // the prototype's constructor is the virtual clock too
+});

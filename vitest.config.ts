@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["tests/**/*.test.ts"],
+    // the native zmq addon and wasm instances are happier in processes than in shared threads
+    pool: "forks",
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    env: { TZ: "UTC" },
+  },
+});
