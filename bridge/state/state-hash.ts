@@ -45,3 +45,15 @@ export function collectionEntry(collection: string): string {
 export function valueEntry(key: string, json: string): string {
   return `v\u0000${key}\u0000${canonicalJson(JSON.parse(json))}`;
 }
+
+/**
+ * The entries of one top-level value. An object is hashed as a collection (one entry per record)
+ * whether or not the env still tracks it as one, so the hash depends only on the state's content.
+ */
+export function topEntries(key: string, json: string): string[] {
+  const value: unknown = JSON.parse(json);
+  if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    return [collectionEntry(key), ...Object.entries(value).map(([id, r]) => recordEntry(key, id, JSON.stringify(r)))];
+  }
+  return [valueEntry(key, json)];
+}

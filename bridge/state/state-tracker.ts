@@ -1,7 +1,7 @@
 import { canonicalJson } from "./canonical-json.js";
 import { diffJson, pointer, type PatchOp } from "./json-patch.js";
 import { StateView, type StateBase } from "./state-base.js";
-import { collectionEntry, recordEntry, type StateHash, valueEntry } from "./state-hash.js";
+import { collectionEntry, recordEntry, type StateHash, topEntries } from "./state-hash.js";
 
 /** What the guest reports after each call: records that may have changed, and top-level values that did. */
 export interface GuestChanges {
@@ -61,7 +61,7 @@ export class StateTracker {
       diffJson(before, json === null ? undefined : JSON.parse(json), pointer(key), ops);
     } else if (prev !== undefined) {
       if (prev === json) return;
-      this.hash.remove(valueEntry(key, prev));
+      for (const e of topEntries(key, prev)) this.hash.remove(e);
       diffJson(JSON.parse(prev), json === null ? undefined : JSON.parse(json), pointer(key), ops);
     } else if (json !== null) {
       diffJson(undefined, JSON.parse(json), pointer(key), ops);
@@ -69,7 +69,7 @@ export class StateTracker {
     if (json === null) this.view.top.delete(key);
     else {
       this.view.top.set(key, json);
-      this.hash.add(valueEntry(key, json));
+      for (const e of topEntries(key, json)) this.hash.add(e);
     }
   }
 

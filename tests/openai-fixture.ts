@@ -1,0 +1,56 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * A local OpenAI-compatible chat endpoint with scripted replies, for tests. Each POST to
+ * /v1/chat/completions takes the next scripted reply (a string is the message content; a number is
+ * an HTTP error status) and records the request body.
+ */
+export class OpenAIFixture {
+  readonly requests: { messages: { role: string; content: string }[]; model: string }[] = [];
+  private constructor(
+    private readonly server: Server,
+    private readonly script: (string | number)[],
+  ) {}
+
+  static async start(script: (string | number)[]): Promise<OpenAIFixture> {
+    const server = createServer();
+    const fixture = new OpenAIFixture(server, [...script]);
+    server.on("request", (req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
+          res.writeHead(404).end();
+          return;
+        }
+        fixture.requests.push(JSON.parse(body));
+        const next = fixture.script.shift();
+        if (next === undefined || typeof next === "number") {
+          res.writeHead(typeof next === "number" ? next : 500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "scripted failure" } }));
+          return;
+        }
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            id: `chatcmpl-${fixture.requests.length}`,
+            object: "chat.completion",
+            created: 0,
+            model: "fixture",
+            choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: next } }],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return fixture;
+  }
+
+  get baseURL(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,110 @@
+import { afterEach, expect, test } from "vitest";
+import { Episode } from "../../bridge/episode/episode.js";
+import type { Scenario } from "../../envs/bundle-schema.js";
+import { notesBundle } from "../helpers.js";
+
+const bundle = notesBundle();
+const open: Episode[] = [];
+afterEach(() => open.splice(0).forEach((e) => e.close()));
+
+async function start(overrides: Partial<Scenario> = {}, seed = 1): Promise<Episode> {
+  const scenario = { ...bundle.scenario("notes-1")!, ...overrides };
+  const e = new Episode({ bundle, scenario, seed, episodeId: "t" });
+  open.push(e);
+  await e.reset();
+  return e;
+}
+const errorOf = (content: string) => JSON.parse(content).error as { type: string; message: string };
+
+test("agent mistakes are observations and the episode goes on", async () => {
+  const e = await start();
+  const unknown = await e.step({ name: "nuke", arguments: {} });
+  expect(errorOf(unknown.observation.content)).toMatchObject({ type: "unknown_tool", message: expect.stringContaining("add_note") });
+  const missing = await e.step({ name: "add_note", arguments: { user_id: "u1" } });
+  expect(errorOf(missing.observation.content).message).toMatch(/missing required argument 'title'/);
+  const extra = await e.step({ name: "list_notes", arguments: { user_id: "u1", colour: "red" } });
+  expect(errorOf(extra.observation.content).message).toMatch(/unexpected argument 'colour'/);
+  const wrongType = await e.step({ name: "list_notes", arguments: { user_id: 5 } });
+  expect(errorOf(wrongType.observation.content).message).toMatch(/user_id.*must be string/);
+  const throws = await e.step({ name: "explode", arguments: {} });
+  expect(errorOf(throws.observation.content)).toEqual({ type: "tool_exception", message: "explode raised Error: kaboom" });
+  const garbled = await e.step("<tool_call>{oops</tool_call>");
+  expect(errorOf(garbled.observation.content).type).toBe("invalid_action");
+  for (const r of [unknown, missing, extra, wrongType, throws, garbled]) expect(r.terminated || r.truncated).toBe(false);
+});
+
+test("several tool calls in one action run in order", async () => {
+  const e = await start();
+  const r = await e.step([
+    { name: "add_note", arguments: { user_id: "u1", title: "a", body: "1" } },
+    { name: "list_notes", arguments: { user_id: "u1" } },
+  ]);
+  expect(r.observation.tool_results!.map((t) => t.ok)).toEqual([true, true]);
+  expect(JSON.parse(r.observation.content)[1].data.map((n: { title: string }) => n.title)).toEqual(["groceries", "a"]);
+});
+
+test("max steps truncates, and the reward is still computed", async () => {
+  const e = await start({ max_steps: 2 });
+  await e.step({ name: "list_notes", arguments: { user_id: "u1" } });
+  const r = await e.step({ name: "delete_note", arguments: { note_id: "n1" } });
+  expect(r).toMatchObject({ terminated: false, truncated: true, info: { end_reason: "max_steps" } });
+  expect(r.info.reward_info!.checks.map((c) => c.passed)).toEqual([false, true, false]);
+  expect(r.reward).toBe(0.3333);
+});
+
+test("a terminating tool ends the episode", async () => {
+  const e = await start();
+  expect(await e.step({ name: "escalate", arguments: {} })).toMatchObject({ terminated: true, info: { end_reason: "terminating_tool" } });
+});
+
+test("no checks: reward 0 and a flag, never a crash", async () => {
+  const e = await start({ checks: [] });
+  expect(await e.step("done")).toMatchObject({ reward: 0, terminated: true, info: { reward_info: { no_checks: true, total: 0 } } });
+});
+
+test("a check that throws, returns a non-boolean or loops fails with its error shown", async () => {
+  const e = await start({
+    checks: [
+      { kind: "js", description: "throws", source: "() => { throw new Error('bad check') }" },
+      { kind: "js", description: "non-boolean", source: "() => 1" },
+      { kind: "js", description: "loops", source: "() => { for(;;){} }" },
+      { kind: "js", description: "syntax", source: "() => {" },
+      { kind: "js", description: "mutates state", source: "({final}) => { final.notes.n1 = null; return true }" },
+      { kind: "js", description: "sees actions and messages", source: "({actions, messages}) => actions.length === 1 && actions[0].result.success === true && messages[0] === 'done'" },
+    ],
+  });
+  await e.step({ name: "list_notes", arguments: { user_id: "u1" } });
+  const r = await e.step("done");
+  const checks = r.info.reward_info!.checks;
+  expect(checks[0]).toMatchObject({ passed: false, error: "Error: bad check" });
+  expect(checks[1]).toMatchObject({ passed: false, error: "the check returned number, not a boolean" });
+  expect(checks[2]).toMatchObject({ passed: false, error: expect.stringMatching(/^env_timeout/) });
+  expect(checks[3]).toMatchObject({ passed: false, error: expect.stringMatching(/SyntaxError/) });
+  expect(checks[4]).toMatchObject({ passed: false, error: expect.stringMatching(/read-only/) });
+  expect(checks[5]).toMatchObject({ passed: true });
+  expect(r.reward).toBe(0.1667);
+});
+
+test("same seed and actions give the same observations and state hashes", async () => {
+  const run = async () => {
+    const e = await start({}, 42);
+    const out = [];
+    for (const a of [{ name: "roll", arguments: {} }, { name: "add_note", arguments: { user_id: "u2", title: "t", body: "b" } }, { name: "roll", arguments: {} }]) {
+      const r = await e.step(a);
+      out.push([r.observation.content, r.info.state_hash]);
+    }
+    return out;
+  };
+  expect(await run()).toEqual(await run());
+});
+
+test("step before reset, after the end, and after close are typed errors", async () => {
+  const fresh = new Episode({ bundle, scenario: bundle.scenario("notes-1")!, seed: 1, episodeId: "x" });
+  open.push(fresh);
+  await expect(fresh.step("hi")).rejects.toMatchObject({ code: "reset_needed" });
+  const e = await start();
+  await e.step("done");
+  await expect(e.step("again")).rejects.toMatchObject({ code: "episode_done" });
+  e.close();
+  await expect(e.step("again")).rejects.toMatchObject({ code: "closed" });
+});
