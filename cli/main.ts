@@ -2,6 +2,7 @@
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
 import { checkCommand } from "./commands/check.js";
+import { demoCommand } from "./commands/demo.js";
 
 // the sandbox's Date reads the host time zone through emscripten; pin it so episodes replay anywhere
 process.env.TZ = "UTC";
@@ -9,6 +10,7 @@ process.env.TZ = "UTC";
 await yargs(hideBin(process.argv))
   .scriptName("envscaler")
   .command(checkCommand)
+  .command(demoCommand)
   .demandCommand(1, "name a command; see --help")
   .strict()
   .help()

@@ -83,6 +83,8 @@ export async function checkBundle(bundle: EnvBundle): Promise<CheckReport> {
     throw e;
   }
 
+  if (report.problems.length) return report; // episodes cannot run on a class that lacks tools
+
   if (m.state_schema) {
     const validate = new Ajv({ allErrors: true, strict: false }).compile(m.state_schema);
     const fit = (label: string, state: unknown) => {

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Every test the project has: TypeScript (vitest), the bundled envs (envscaler check), and the
+# Python client's pytest suite in a venv this script creates itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npm run build
+npx vitest run
+# the bundled envs must all pass `envscaler check` (skipped only while none is bundled yet)
+if ls envs/*/manifest.json >/dev/null 2>&1; then node dist/cli/main.js check envs/; fi
+if [ -f python-client/pyproject.toml ]; then
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/pip install -q -e "python-client[test]"
+  .venv/bin/python -m pytest -q python-client/tests
+fi

@@ -1,0 +1,67 @@
+import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { expect, test } from "vitest";
+import { checkBundle } from "../../bridge/check/check-bundle.js";
+import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
+import { FIXTURES } from "../helpers.js";
+
+const run = promisify(execFile);
+
+/** A copy of the notes fixture with `edit` applied to its parsed files. */
+function brokenCopy(edit: (files: { manifest: any; scenarios: any[]; source: string }) => void): string {
+  const dir = join(mkdtempSync(join(tmpdir(), "envscaler-check-")), "notes");
+  cpSync(join(FIXTURES, "notes"), dir, { recursive: true });
+  const files = {
+    manifest: JSON.parse(readFileSync(join(dir, "manifest.json"), "utf8")),
+    scenarios: JSON.parse(readFileSync(join(dir, "scenarios.json"), "utf8")),
+    source: readFileSync(join(dir, "env.js"), "utf8"),
+  };
+  edit(files);
+  writeFileSync(join(dir, "manifest.json"), JSON.stringify(files.manifest));
+  writeFileSync(join(dir, "scenarios.json"), JSON.stringify(files.scenarios));
+  writeFileSync(join(dir, "env.js"), files.source);
+  return dir;
+}
+
+async function problems(dir: string): Promise<string[]> {
+  try {
+    return (await checkBundle(loadBundle(dir))).problems;
+  } catch (e) {
+    if (e instanceof BundleLoadError) return e.problems.map((p) => p.message);
+    throw e;
+  }
+}
+
+test("the fixture bundle passes", async () => {
+  expect(await problems(join(FIXTURES, "notes"))).toEqual([]);
+});
+
+test.each([
+  ["a malformed env id", (f: any) => (f.manifest.id = "Notes"), /env ids look like name-v1/],
+  ["a tool with no method", (f: any) => f.manifest.tools.push({ type: "function", function: { name: "ghost", description: "", parameters: { type: "object" } } }), /no method for tools ghost/],
+  ["a class that does not load", (f: any) => (f.source = "class NotesEnv { constructor() { throw new Error('nope') } }"), /does not load in the sandbox: Error: nope/],
+  ["a syntax error in the class", (f: any) => (f.source = "class NotesEnv {"), /does not load/],
+  ["a state that breaks the state schema", (f: any) => (f.scenarios[0].state_overrides = { next_note: "two" }), /notes-1: initial state does not fit state_schema: \/next_note must be integer/],
+  ["a check that does not compile", (f: any) => f.scenarios[0].checks.push({ description: "x", source: "({final}) => {" }), /check #3 does not compile/],
+  ["a reference that does not solve the task", (f: any) => f.scenarios[0].reference_actions.pop(), /reference solution scores 0.6667, not 1.0: #1 "Is n1 deleted\?"/],
+  ["checks that pass on the untouched state", (f: any) => (f.scenarios[0].checks = [{ description: "always", source: "() => true" }]), /doing nothing already scores 1.0/],
+  ["a reference action with bad arguments", (f: any) => (f.scenarios[0].reference_actions[0].arguments.colour = "red"), /reference action rejected: .*unexpected argument 'colour'/],
+  ["a scenario for another env", (f: any) => (f.scenarios[1].env_id = "other-v1"), /not this bundle's id/],
+])("reports %s", async (_, edit, expected) => {
+  const found = await problems(brokenCopy(edit));
+  expect(found.join("\n")).toMatch(expected);
+});
+
+test("the CLI exits non-zero with the problems listed", async () => {
+  const dir = brokenCopy((f) => f.scenarios[0].reference_actions.pop());
+  const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+  const err = await run("npx", ["tsx", cli, "check", dir]).catch((e) => e);
+  expect(err.code).toBe(1);
+  expect(err.stdout).toMatch(/✗ notes-v1/);
+  expect(err.stdout).toMatch(/0\/1 bundles passed/);
+  const ok = await run("npx", ["tsx", cli, "check", FIXTURES]);
+  expect(ok.stdout).toMatch(/1\/1 bundles passed/);
+});
