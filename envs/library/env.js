@@ -331,7 +331,7 @@ class LibraryEnv {
     if (!book.loanable) return this._fail(`'${book.title}' is a reference item and cannot be reserved`);
     const block = this._blockReason(member);
     if (block) return this._fail(block);
-    if (book.available_copies > 0) return this._fail(`'${book.title}' has ${book.available_copies} copy/copies on the shelf; check it out instead of reserving`);
+    if (book.available_copies > 0) return this._fail(`'${book.title}' has ${book.available_copies} ${book.available_copies === 1 ? "copy" : "copies"} on the shelf; check it out instead of reserving`);
     if (this._activeLoans(member_id).some((l) => l.book_id === book_id)) return this._fail(`Member ${member_id} already has '${book.title}' on loan`);
     const mine = this._activeReservations(member_id);
     if (mine.some((r) => r.book_id === book_id)) return this._fail(`Member ${member_id} already has an active reservation for '${book.title}'`);
