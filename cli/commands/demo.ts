@@ -8,6 +8,9 @@ interface DemoArgs {
   seed: number;
 }
 
+// the bundled envs, whether this runs compiled (dist/cli/commands) or from source (cli/commands)
+const BUNDLED_ENVS = resolve(import.meta.dirname, import.meta.url.endsWith(".ts") ? "../.." : "../../..", "envs");
+
 const clip = (s: string, n = 300) => (s.length > n ? `${s.slice(0, n)}…` : s);
 
 export const demoCommand: CommandModule<object, DemoArgs> = {
@@ -15,7 +18,7 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
   describe: "Play one scenario's reference solution and show every step, the state changes and the reward",
   builder: (y: Argv) =>
     y
-      .option("envs", { type: "string", default: resolve(import.meta.dirname, "..", "..", "..", "envs"), describe: "bundle folder(s)" })
+      .option("envs", { type: "string", default: BUNDLED_ENVS, describe: "bundle folder(s)" })
       .option("scenario", { type: "string", describe: "scenario id (default: the first with a reference solution)" })
       .option("seed", { type: "number", default: 0 }) as Argv<DemoArgs>,
   handler: async (args: ArgumentsCamelCase<DemoArgs>) => {
@@ -33,7 +36,9 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
         console.log(`  ${clip(r.observation.content)}`);
         for (const op of r.info.diff) console.log(`  Δ ${op.op} ${op.path}${op.value !== undefined ? ` = ${clip(JSON.stringify(op.value), 120)}` : ""}`);
       }
-      const end = scenario.reference_messages?.length ? await rt.step(episode_id, scenario.reference_messages.join("\n")) : await rt.finish(episode_id);
+      // a text reply ends a task episode; a conversation with no simulated user attached is ended by the client
+      let end = scenario.reference_messages?.length ? await rt.step(episode_id, scenario.reference_messages.join("\n")) : undefined;
+      if (!end || !(end.terminated || end.truncated)) end = await rt.finish(episode_id);
       console.log(`\nreward ${end.reward} (${end.info.end_reason})`);
       for (const c of end.info.reward_info?.checks ?? []) console.log(`  ${c.passed ? "✓" : "✗"} ${c.description}${c.error ? ` — ${c.error}` : ""}`);
     } finally {
