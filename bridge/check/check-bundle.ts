@@ -18,7 +18,7 @@ export interface CheckReport {
 const SEED = 0;
 
 /** Scores one run of a scenario: either its reference solution, or doing nothing. */
-async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: ReferenceCache, solve: boolean): Promise<{ result: StepResult; toolErrors: string[] }> {
+async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: ReferenceCache, solve: boolean): Promise<{ result: StepResult; toolErrors: string[]; refusals: string[] }> {
   const episode = new Episode({
     bundle,
     scenario,
@@ -27,6 +27,7 @@ async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: Referenc
     reference: () => refs.get(bundle, scenario.id, SEED),
   });
   const toolErrors: string[] = [];
+  const refusals: string[] = [];
   try {
     await episode.reset();
     let last: StepResult | undefined;
@@ -36,6 +37,8 @@ async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: Referenc
         for (const r of last.observation.tool_results ?? []) {
           const type = r.ok ? undefined : (JSON.parse(r.content) as { error: { type: string; message: string } }).error;
           if (type && type.type !== "tool_exception") toolErrors.push(`${a.name}: ${type.message}`);
+          // allowed (tau-bench ground truths contain refused calls), but worth a look
+          if (r.ok && (JSON.parse(r.content) as { success?: unknown } | null)?.success === false) refusals.push(`${a.name}(${JSON.stringify(a.arguments)})`);
         }
         if (last.terminated || last.truncated) break;
       }
@@ -46,7 +49,7 @@ async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: Referenc
       }
     }
     const result = episode.isDone && last ? last : await episode.finish();
-    return { result, toolErrors };
+    return { result, toolErrors, refusals };
   } finally {
     episode.close();
   }
@@ -112,6 +115,7 @@ export async function checkBundle(bundle: EnvBundle): Promise<CheckReport> {
     }
     const solved = await runScenario(bundle, scenario, refs, true);
     for (const err of solved.toolErrors) report.problems.push(`${label}: reference action rejected: ${err}`);
+    if (solved.refusals.length) report.warnings.push(`${label}: reference actions the env refused ({success: false}): ${solved.refusals.join(", ")}`);
     if (solved.result.truncated) report.problems.push(`${label}: the reference solution needs more than max_steps steps`);
     if (scenario.checks.length && solved.result.reward < 1) {
       report.problems.push(`${label}: the reference solution scores ${solved.result.reward}, not 1.0: ${describeFailures(solved.result)}`);

@@ -65,3 +65,10 @@ test("the CLI exits non-zero with the problems listed", async () => {
   const ok = await run("npx", ["tsx", cli, "check", FIXTURES]);
   expect(ok.stdout).toMatch(/1\/1 bundles passed/);
 });
+
+test("reference actions the env refuses are allowed but reported as a warning", async () => {
+  const dir = brokenCopy((f) => f.scenarios[0].reference_actions.unshift({ name: "delete_note", arguments: { note_id: "n99" } }));
+  const report = await checkBundle(loadBundle(dir));
+  expect(report.problems).toEqual([]);
+  expect(report.warnings.join("\n")).toMatch(/refused \(\{success: false\}\): delete_note\(\{"note_id":"n99"\}\)/);
+});
