@@ -7,7 +7,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { pino } from "pino";
+import { Worker } from "node:worker_threads";
 import { Router } from "zeromq";
+import { Episode } from "../bridge/episode/episode.js";
+import { EnvRegistry } from "../envs/registry.js";
 import { EnvRuntime } from "../bridge/engine/env-runtime.js";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
@@ -113,6 +116,61 @@ async function wire(py: string): Promise<void> {
   rows.push({ what: "64 sessions pipelined over 2 replicas vs 1", ours: fmt(pipe2.steps_per_s!, 0), reference: `${fmt(pipe.steps_per_s!, 0)} on 1 replica`, ratio: `${(pipe2.steps_per_s! / pipe.steps_per_s!).toFixed(2)}×`, target: "— (2 cores, shared with the client)", met: null });
 }
 
+const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
+
+/**
+ * Where the wire's overhead goes: the same step run in this thread (no hop) and through EnvRuntime
+ * (main thread → engine worker → main thread, the price of the watchdog), next to a bare
+ * postMessage round trip between two threads with nothing else on either side.
+ */
+async function threadHop(): Promise<void> {
+  const n = quick ? 500 : 3000;
+  const envs = benchEnvs();
+  const action = { name: "get_record", arguments: { id: "R00003" } };
+  const found = EnvRegistry.load([envs]).scenario("medium-1")!;
+  const episode = new Episode({ bundle: found.bundle, scenario: found.scenario, seed: 0, episodeId: "bench" });
+  const inThread: number[] = [];
+  try {
+    await episode.reset();
+    for (let i = 0; i < n + 200; i++) {
+      const t = performance.now();
+      await episode.step(action);
+      if (i >= 200) inThread.push((performance.now() - t) * 1000); // the first 200 warm the JIT
+    }
+  } finally {
+    episode.close();
+  }
+  const rt = await EnvRuntime.start({ envs: [envs] });
+  const viaWorker: number[] = [];
+  try {
+    const { episode_id } = await rt.reset("medium-1", 0);
+    for (let i = 0; i < n + 200; i++) {
+      const t = performance.now();
+      await rt.step(episode_id, action);
+      if (i >= 200) viaWorker.push((performance.now() - t) * 1000);
+    }
+  } finally {
+    await rt.close();
+  }
+  const echo = new Worker("require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m));", { eval: true });
+  const bare: number[] = [];
+  try {
+    const reply = () => new Promise((r) => echo.once("message", r));
+    for (let i = 0; i < n + 100; i++) {
+      const t = performance.now();
+      const p = reply();
+      echo.postMessage([{ op: "step", episode: "x", action, id: i, slot: 1 }]);
+      await p;
+      if (i >= 100) bare.push((performance.now() - t) * 1000);
+    }
+  } finally {
+    await echo.terminate();
+  }
+  const [w, h, b] = [median(viaWorker), median(inThread), median(bare)];
+  raw.thread_hop = { step_via_worker_us: w, step_in_thread_us: h, bare_post_message_rt_us: b };
+  rows.push({ what: "one step through the engine worker vs the same step in-thread, p50 (bare postMessage round trip)", ours: `${fmt(w)} µs`, reference: `${fmt(h)} µs in-thread (${fmt(b)} µs)`, ratio: `${(w / h).toFixed(1)}×`, target: "— (explains the wire rows)", met: null });
+}
+
 async function timeRuntime(envs: string, scenario: string, action: unknown, resets: number, steps: number): Promise<{ reset_ms: number; step_ms: number }> {
   const rt = await EnvRuntime.start({ envs: [envs] });
   const rs: number[] = [];
@@ -132,8 +190,7 @@ async function timeRuntime(envs: string, scenario: string, action: unknown, rese
   } finally {
     await rt.close();
   }
-  const med = (a: number[]) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
-  return { reset_ms: med(rs), step_ms: med(ss) };
+  return { reset_ms: median(rs), step_ms: median(ss) };
 }
 
 async function stateSizes(py: string): Promise<void> {
@@ -199,9 +256,8 @@ async function checkerTime(): Promise<void> {
   } finally {
     await rt.close();
   }
-  const med = (a: number[]) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
-  raw.checker = { end_ms: med(ends), step_ms: med(steps) };
-  rows.push({ what: "scoring an episode (library-1: 4 checks incl. reference state)", ours: `${fmt(med(ends), 2)} ms`, reference: `${fmt(med(steps), 3)} ms per tool step`, ratio: `${(med(ends) / med(steps)).toFixed(0)}× a step`, target: "—", met: null });
+  raw.checker = { end_ms: median(ends), step_ms: median(steps) };
+  rows.push({ what: "scoring an episode (library-1: 4 checks incl. reference state)", ours: `${fmt(median(ends), 2)} ms`, reference: `${fmt(median(steps), 3)} ms per tool step`, ratio: `${(median(ends) / median(steps)).toFixed(0)}× a step`, target: "—", met: null });
 }
 
 async function synthThroughput(): Promise<void> {
@@ -226,6 +282,7 @@ async function synthThroughput(): Promise<void> {
 async function main(): Promise<void> {
   const py = python();
   await wire(py);
+  await threadHop();
   await stateSizes(py);
   await memory();
   await checkerTime();
