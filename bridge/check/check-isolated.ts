@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { ENGINE_STACK_MB } from "../sandbox/limits.js";
 import type { CheckReport } from "./check-bundle.js";
 
 export interface IsolatedCheckOptions {
@@ -19,7 +20,7 @@ export async function checkBundleIsolated(dir: string, options: IsolatedCheckOpt
   const worker = new Worker(new URL(ts ? "./check-worker-dev.mjs" : "./check-worker.js", import.meta.url), {
     workerData: { dir, watch: watch.buffer },
     // the sandbox's stack budget is derived from this (see safeGuestStackBytes)
-    resourceLimits: { stackSizeMb: 16 },
+    resourceLimits: { stackSizeMb: ENGINE_STACK_MB },
   });
   let stage = "loading the bundle";
   const failed = (why: string): CheckReport => ({ envId: dir, dir, tools: 0, scenarios: 0, problems: [`${stage}: ${why}`], warnings: [] });

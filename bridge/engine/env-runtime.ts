@@ -4,6 +4,7 @@ import { EnvRegistry } from "../../envs/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
+import { ENGINE_STACK_MB } from "../sandbox/limits.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
 
 /** A request the runtime could not serve; `code` is one of the protocol's error codes. */
@@ -122,7 +123,7 @@ export class EnvRuntime {
       workerData: { envPaths: this.options.envs, watch: watch.buffer },
       execArgv,
       // the sandbox's stack budget is derived from this (see safeGuestStackBytes)
-      resourceLimits: { stackSizeMb: 16 },
+      resourceLimits: { stackSizeMb: ENGINE_STACK_MB },
     });
     const engine: Engine = { index, worker, watch, ready: Promise.resolve(), pending: new Map(), episodes: new Set(), restarts, stopping: false, outbox: [] };
     engine.ready = new Promise<void>((resolve, reject) => {

@@ -4,12 +4,19 @@ import { isMainThread, resourceLimits } from "node:worker_threads";
  * The QuickJS stack budget this thread can afford. Deep parser and JSON nesting use far more host
  * (V8) stack per guest frame than QuickJS accounts for (measured: 16x too little, 32x enough); if the
  * host stack overflows first, the runtime is corrupted. So the guest gets 1/64 of the thread's stack:
- * 64 KB on a main thread (~1 MB stack), 256 KB in an engine worker started with a 16 MB stack.
+ * 64 KB on a main thread (~1 MB stack), 1 MB in an engine worker started with ENGINE_STACK_MB.
  */
 export function safeGuestStackBytes(): number {
   const hostMb = isMainThread ? 1 : (resourceLimits.stackSizeMb ?? 4);
   return Math.max(32 * 1024, Math.floor((hostMb * 1024 * 1024) / 64));
 }
+
+/**
+ * The stack of threads that run guest code (engine and check workers). 64 MB (reserved, touched only
+ * as used) gives the guest 1 MB: enough for a recursive-descent parser written in JS to reach the
+ * nesting limits CPython has (200 parentheses, ~1000 unary operators) inside tau-bench's calculate.
+ */
+export const ENGINE_STACK_MB = 64;
 
 /** Resource limits for one sandbox. Units are in the names. */
 export interface SandboxLimits {

@@ -117,6 +117,30 @@ describe.each(["retail", "airline"] as const)("tau-bench %s through the bridge",
     expect(mismatches.slice(0, 20)).toEqual([]);
   }, 900_000);
 
+  // what CPython 3.11's eval gives for these (calculate is str(round(float(eval(e)), 2))): the
+  // port's parser recurses per nesting level, so this also proves the guest stack is deep enough
+  const calculations: [string, string][] = [
+    [`${"(".repeat(200)}1${")".repeat(200)}`, "1.0"],
+    [`${"(".repeat(201)}1${")".repeat(201)}`, "Error: too many nested parentheses (<string>, line 1)"],
+    [`${"-".repeat(1000)}1`, "1.0"],
+    [`${"1+".repeat(1000)}1`, "1001.0"],
+    [`${"1**".repeat(1000)}1`, "1.0"],
+    [`${"-".repeat(3000)}1`, "Error: maximum recursion depth exceeded during compilation"],
+    ["9**9**9", "Error: int too large to convert to float"],
+    ["2**-2000", "0.0"],
+    ["(-8)**(1/3)", "Error: float() argument must be a string or a real number, not 'complex'"],
+  ];
+  test.runIf(domain === "retail")("calculate matches CPython at its nesting and size limits", async () => {
+    const { session_id } = (await client.request("reset", { scenario_id: expected[0]!.id, seed: 0 })) as { session_id: string };
+    const got: [string, string][] = [];
+    for (const [expression] of calculations) {
+      const r = (await client.request("step", { session_id, action: { name: "calculate", arguments: { expression } } })) as Step;
+      got.push([expression, JSON.parse(r.observation.tool_results![0]!.content) as string]);
+    }
+    await client.request("close", { session_id });
+    expect(got).toEqual(calculations);
+  }, 120_000);
+
   test("doing nothing scores 0 wherever the task changes the database or requires outputs", async () => {
     const changing = expected.filter((e) => (tasks.get(e.id)!.outputs.length > 0 || tasks.get(e.id)!.actions.some((a) => !/^(get_|list_|search_|find_|calculate|think)/.test(a.name)))).slice(0, 10);
     expect(changing.length).toBeGreaterThan(0);
