@@ -23,7 +23,7 @@ export interface SupervisorOptions {
   curveAllow?: string[];
   /** Record every episode into per-replica files here; null or unset: no recording. */
   recordDir?: string | null;
-  /** Restarts of one replica within a minute before the supervisor gives up on it. @default 10 */
+  /** Restarts of one replica (and, inside it, of one engine worker) within a minute before giving up on it. @default 10 */
   maxRestartsPerMinute?: number;
   /** Called when a replica is given up on (`envscaler serve` then stops and exits non-zero). */
   onGiveUp?: (replica: number) => void;
@@ -136,6 +136,7 @@ export class Supervisor {
       user: this.options.user ?? null,
       curve: this.curve,
       recordDir: this.options.recordDir ?? null,
+      maxRestartsPerMinute: this.options.maxRestartsPerMinute ?? 10,
     };
     child.send(config);
     return new Promise<void>((resolve, reject) => {

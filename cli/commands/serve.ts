@@ -15,6 +15,8 @@ interface ServeArgs {
   maxSessions: number;
   idleTimeout: number;
   maxFrameBytes: number;
+  maxInFlight: number;
+  maxRestartsPerMinute: number;
   userModel?: string;
   userBaseUrl?: string;
   record: boolean;
@@ -36,6 +38,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("max-sessions", { type: "number", default: 1024, describe: "open sessions per replica" })
       .option("idle-timeout", { type: "number", default: 600, describe: "close sessions unused this many seconds" })
       .option("max-frame-bytes", { type: "number", default: 8 << 20, describe: "largest request frame" })
+      .option("max-in-flight", { type: "number", default: 4096, describe: "requests one replica serves at once; more get `overloaded`" })
+      .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
       .option("record-dir", { type: "string", default: "trajectories", describe: "where each replica writes its trajectory file" })
       .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (endpoint from USER_OPENAI_BASE_URL / OPENAI_BASE_URL)" })
@@ -52,7 +56,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       connectionFile: args.connectionFile,
       curve: args.curve,
       curveAllow: allow,
-      limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxFrameBytes: args.maxFrameBytes },
+      limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxFrameBytes: args.maxFrameBytes, maxInFlight: args.maxInFlight },
+      maxRestartsPerMinute: args.maxRestartsPerMinute,
       user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
       recordDir: args.record ? args.recordDir : null,
       onGiveUp: (replica) => {

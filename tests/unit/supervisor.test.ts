@@ -104,3 +104,36 @@ test("a replica that cannot be kept running is given up on, and the owner is tol
     await sup.stop();
   }
 });
+
+test("`envscaler serve` takes the limits from its flags and exits 1 when a replica cannot be kept running", async () => {
+  const { spawn, execFileSync } = await import("node:child_process");
+  const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+  // node itself, not npx: the child is the supervisor, and its child is the replica
+  const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0"], { stdio: ["ignore", "pipe", "ignore"] });
+  const exited = new Promise<number | null>((resolve) => serve.once("exit", (code) => resolve(code)));
+  try {
+    const endpoints = await new Promise<string[]>((resolve, reject) => {
+      let out = "";
+      serve.stdout!.on("data", (d: Buffer) => {
+        out += d.toString();
+        const line = out.split("\n").find((l) => l.startsWith('{"serving"'));
+        if (line) resolve((JSON.parse(line) as { serving: string[] }).serving);
+      });
+      void exited.then((code) => reject(new Error(`serve exited with ${code} before serving`)));
+      setTimeout(() => reject(new Error(`serve did not report serving within 30 s; stdout: ${out}`)), 30_000).unref();
+    });
+    const client = new BridgeClient(endpoints[0]!, { timeoutMs: 10_000 });
+    try {
+      const hello = (await client.request("hello", {})) as { limits: { max_in_flight: number } };
+      expect(hello.limits.max_in_flight).toBe(7);
+    } finally {
+      client.close();
+    }
+    const replica = Number(execFileSync("pgrep", ["-P", String(serve.pid)], { encoding: "utf8" }).trim().split("\n")[0]);
+    process.kill(replica, "SIGKILL");
+    const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still running 20 s after its replica died"), 20_000).unref());
+    expect(await Promise.race([exited, timeout])).toBe(1);
+  } finally {
+    serve.kill("SIGKILL");
+  }
+}, 60_000);
