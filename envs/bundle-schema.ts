@@ -53,7 +53,14 @@ export type ToolCall = z.infer<typeof ToolCall>;
 export const Check = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("js"), description: z.string().min(1), source: z.string().min(1) }).strict(),
   z
-    .object({ kind: z.literal("reference_state"), description: z.string().default("the final state equals the state the reference actions produce") })
+    .object({
+      kind: z.literal("reference_state"),
+      description: z.string().default("the final state equals the state the reference actions produce"),
+      // true: records the episode created may have other ids than the reference's, as long as a
+      // consistent renaming makes the states equal (the same work done in another order); false:
+      // exact equality (tau-bench's rule)
+      match_new_ids: z.boolean().default(true),
+    })
     .strict(),
   z
     .object({

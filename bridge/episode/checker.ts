@@ -4,6 +4,7 @@ import { GuestEvalError, Sandbox } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import { canonicalJson } from "../state/canonical-json.js";
 import type { StateView } from "../state/state-base.js";
+import { sameStateUpToNewIds } from "../state/same-state-up-to-new-ids.js";
 import { sameState } from "../state/state-tracker.js";
 
 /** One tool call as checks see it. */
@@ -119,7 +120,7 @@ export async function runChecks(checks: readonly Check[], inputs: CheckInputs, s
       if ("error" in ref) {
         results.push({ ...base, passed: false, error: ref.error });
       } else {
-        const same = sameState(inputs.final, ref);
+        const same = check.match_new_ids ? sameStateUpToNewIds(inputs.final, ref) : sameState(inputs.final, ref);
         results.push({ ...base, passed: same, ...(same ? {} : { error: `final state differs from the reference at ${stateDifferences(inputs.final, ref).join(", ")}` }) });
       }
     }

@@ -67,7 +67,7 @@ export function importTaubench(from: string, out: string, domains: TaubenchDomai
         task: t.instruction,
         user_instructions: t.instruction,
         reward: "all",
-        checks: [{ kind: "reference_state", description: "the final database equals the one the ground-truth actions produce" }, ...(t.outputs.length ? [{ kind: "outputs", outputs: t.outputs }] : [])],
+        checks: [{ kind: "reference_state", description: "the final database equals the one the ground-truth actions produce", match_new_ids: false }, ...(t.outputs.length ? [{ kind: "outputs", outputs: t.outputs }] : [])],
         reference_actions: t.actions,
         ...(t.outputs.length ? { reference_messages: [t.outputs.join(", ")] } : {}),
       }));

@@ -123,3 +123,29 @@ test("reward mode `all` is all-or-nothing (tau-bench); `fraction` gives partial 
   await e.step({ name: "delete_note", arguments: { note_id: "n1" } });
   expect((await e.step("done")).reward).toBe(1);
 });
+
+test("reference_state: the same work in another order scores 1.0 (created ids may differ); match_new_ids: false is exact", async () => {
+  const { EnvRegistry } = await import("../../envs/registry.js");
+  const { BUNDLED_ENVS } = await import("../../envs/bundled.js");
+  const { referenceState } = await import("../../bridge/episode/reference-state.js");
+  const { bundle: library, scenario } = EnvRegistry.load([BUNDLED_ENVS]).scenario("library-5")!;
+  // library-5's reference checks out two books; swapping them gives each loan the other's id
+  const actions = [...scenario.reference_actions!];
+  const i = actions.findIndex((a) => a.name === "checkout_book");
+  expect(actions[i + 1]!.name).toBe("checkout_book");
+  [actions[i], actions[i + 1]] = [actions[i + 1]!, actions[i]!];
+  const play = async (s: Scenario) => {
+    const e = new Episode({ bundle: library, scenario: s, seed: 0, episodeId: "order", reference: () => referenceState(library, s.id, 0) });
+    open.push(e);
+    await e.reset();
+    for (const a of actions) await e.step(a);
+    return e.finish();
+  };
+  const lenient = await play(scenario);
+  expect(lenient.info.reward_info!.checks.filter((c) => !c.passed)).toEqual([]);
+  expect(lenient.reward).toBe(1);
+  const exact = await play({ ...scenario, checks: scenario.checks.map((c) => (c.kind === "reference_state" ? { ...c, match_new_ids: false } : c)) });
+  const ref = exact.info.reward_info!.checks.find((c) => c.kind === "reference_state")!;
+  expect(ref.passed).toBe(false);
+  expect(ref.error).toMatch(/\/loans\/L00/);
+});

@@ -1,7 +1,8 @@
-import { expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { EnvSession } from "../../bridge/episode/env-session.js";
 import { StateBase } from "../../bridge/state/state-base.js";
-import { sameState } from "../../bridge/state/state-tracker.js";
+import { sameStateUpToNewIds } from "../../bridge/state/same-state-up-to-new-ids.js";
+import { sameState, StateTracker } from "../../bridge/state/state-tracker.js";
 import { EnvBundle } from "../../envs/load-bundle.js";
 import { EnvManifest } from "../../envs/bundle-schema.js";
 
@@ -98,4 +99,56 @@ test("state overrides work per record and share untouched records", () => {
   const o = base.withOverrides({ users: { b: null, c: { n: 3 } }, k: 2 });
   expect(JSON.parse(o.toJson())).toEqual({ users: { a: { n: 1 }, c: { n: 3 } }, k: 2 });
   expect(o.record("users", "a")).toBe(base.record("users", "a"));
+});
+
+describe("reference_state with match_new_ids: equal up to a renaming of the records the episode created", () => {
+  const base = StateBase.fromState({ books: { B1: { loan: null }, B2: { loan: null }, B3: { loan: null } }, loans: { L9: { book: "B0" } }, next_loan: 10, log: [] });
+  /** A view after creating loans for `books` in this order, with sequential ids as envs make them; `log` keeps an ordered history. */
+  const lend = (books: string[], log: boolean) => {
+    const t = new StateTracker(base);
+    books.forEach((book, i) => {
+      const id = `L${10 + i}`;
+      t.apply({
+        records: [
+          ["loans", id, JSON.stringify({ book })],
+          ["books", book, JSON.stringify({ loan: id })],
+        ],
+        values: [["next_loan", String(11 + i)], ...(log ? [["log", JSON.stringify(books.slice(0, i + 1).map((b, j) => `loan L${10 + j} for ${b}`))] as [string, string]] : [])],
+      });
+    });
+    return t.snapshot();
+  };
+
+  test("the same loans made in another order are the same outcome; exact equality says otherwise", () => {
+    expect(sameState(lend(["B1", "B2"], false), lend(["B2", "B1"], false))).toBe(false);
+    expect(sameStateUpToNewIds(lend(["B1", "B2"], false), lend(["B2", "B1"], false))).toBe(true);
+    // unless the state itself records the order: the log's renamed entries still come in another order
+    expect(sameStateUpToNewIds(lend(["B1", "B2"], true), lend(["B2", "B1"], true))).toBe(false);
+  });
+
+  test("ids are renamed in record keys, references and text", () => {
+    const withText = (books: string[]) => {
+      const t = new StateTracker(base);
+      books.forEach((book, i) => {
+        const id = `L${10 + i}`;
+        t.apply({ records: [["loans", id, JSON.stringify({ book, note: `loan ${id} (not L1 or L100)` })], ["books", book, JSON.stringify({ loan: id })]], values: [["next_loan", String(11 + i)]] });
+      });
+      return t.snapshot();
+    };
+    expect(sameState(withText(["B1", "B2"]), withText(["B2", "B1"]))).toBe(false);
+    expect(sameStateUpToNewIds(withText(["B1", "B2"]), withText(["B2", "B1"]))).toBe(true);
+    expect(sameStateUpToNewIds(withText(["B1", "B2"]), withText(["B1", "B3"]))).toBe(false); // another book is another outcome
+    expect(sameStateUpToNewIds(withText(["B1", "B2"]), withText(["B1"]))).toBe(false); // fewer loans
+    expect(sameStateUpToNewIds(withText(["B1", "B2"]), withText(["B1", "B2"]))).toBe(true);
+  });
+
+  test("created records identical apart from their ids pair up in any order", () => {
+    const t1 = new StateTracker(base);
+    const t2 = new StateTracker(base);
+    for (const [t, ids] of [[t1, ["N1", "N2", "N3"]], [t2, ["N7", "N8", "N9"]]] as const)
+      for (const id of ids) t.apply({ records: [["loans", id, JSON.stringify({ book: "B3", self: id })]], values: [] });
+    expect(sameStateUpToNewIds(t1.snapshot(), t2.snapshot())).toBe(true);
+    t2.apply({ records: [["loans", "L9", JSON.stringify({ book: "B1" })]], values: [] }); // and an existing record changed
+    expect(sameStateUpToNewIds(t1.snapshot(), t2.snapshot())).toBe(false);
+  });
 });
