@@ -9,8 +9,37 @@ export const MAX_DEPTH = 64;
 const packr = new Packr({ useRecords: false, encodeUndefinedAsNil: true, variableMapSize: true, int64AsType: "number" });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number", structuredClone: false });
 
+const INT32_SPAN = 2 ** 32;
+
+/**
+ * Integers msgpackr would write as float64: it writes only 32-bit integers as ints, so an id or a
+ * count of 2^32 or more would reach Python as 4294967296.0. Returns the value with those as BigInt
+ * (written as int64/uint64), copying only the containers on the way to one; most replies have none
+ * and come back as they are.
+ */
+function widenInts(v: unknown): unknown {
+  if (typeof v === "number") return Number.isSafeInteger(v) && (v >= INT32_SPAN || v < -INT32_SPAN / 2) ? BigInt(v) : v;
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) {
+    let out: unknown[] | null = null;
+    for (let i = 0; i < v.length; i++) {
+      const w = widenInts(v[i]);
+      if (w !== v[i]) (out ??= v.slice())[i] = w;
+    }
+    return out ?? v;
+  }
+  if (ArrayBuffer.isView(v)) return v;
+  let out: Record<string, unknown> | null = null;
+  for (const k in v) {
+    const x = (v as Record<string, unknown>)[k];
+    const w = widenInts(x);
+    if (w !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = w;
+  }
+  return out ?? v;
+}
+
 export function encodeFrame(value: unknown): Buffer {
-  return packr.pack(value);
+  return packr.pack(widenInts(value));
 }
 
 /**
@@ -74,7 +103,15 @@ export function scanFrame(b: Uint8Array, maxDepth = MAX_DEPTH): void {
         case 0xcc: case 0xd0: need(1); pos += 1; break;
         case 0xcd: case 0xd1: need(2); pos += 2; break;
         case 0xca: case 0xce: case 0xd2: need(4); pos += 4; break;
-        case 0xcb: case 0xcf: case 0xd3: need(8); pos += 8; break;
+        case 0xcb: need(8); pos += 8; break;
+        case 0xcf: case 0xd3: {
+          // ints are read as Numbers: beyond 2^53 they would silently change value
+          need(8);
+          const n = t === 0xcf ? view.getBigUint64(pos) : view.getBigInt64(pos);
+          if (n > BigInt(Number.MAX_SAFE_INTEGER) || n < -BigInt(Number.MAX_SAFE_INTEGER)) bad(`integer at byte ${pos - 1} does not fit in ±(2^53 - 1)`);
+          pos += 8;
+          break;
+        }
         case 0xd9: str = u8(); break;
         case 0xda: str = u16(); break;
         case 0xdb: str = u32(); break;
@@ -96,7 +133,8 @@ export function scanFrame(b: Uint8Array, maxDepth = MAX_DEPTH): void {
     if (container >= 0) {
       const items = map ? container * 2 : container;
       if (items > b.length - pos) bad(`container at byte ${pos} declares ${container} entries in ${b.length - pos} bytes`);
-      if (remaining.length >= maxDepth) bad(`nested deeper than ${maxDepth}`);
+      // remaining[0] is the root's placeholder: remaining.length is the depth this container opens at
+      if (remaining.length > maxDepth) bad(`nested deeper than ${maxDepth}`);
       remaining.push(items);
       isMap.push(map);
       keyNext.push(true);

@@ -5,12 +5,12 @@ import { ERROR_CODES } from "./error-codes.js";
 
 export const PROTOCOL_VERSION = 1;
 
-const requestId = z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().max(128)]);
+export const RequestId = z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().max(128)]);
 const sessionId = z.string().min(1).max(200);
 /** Anything the episode's action parser accepts; its shape is checked there, and mistakes are observations. */
 const action = z.unknown().refine((a) => a !== undefined && a !== null, "action is required");
 
-const base = { v: z.number().int(), id: requestId };
+const base = { v: z.number().int(), id: RequestId };
 
 export const HelloRequest = z.strictObject({ ...base, op: z.literal("hello"), client: z.string().max(1000).optional() });
 export const ListEnvsRequest = z.strictObject({ ...base, op: z.literal("list_envs") });
@@ -56,8 +56,8 @@ export const OPS = Request.options.map((o) => o.shape.op.value);
 export const ErrorBody = z.object({ code: z.enum(ERROR_CODES), message: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
-export const OkReply = z.object({ v: z.literal(PROTOCOL_VERSION), id: requestId, ok: z.literal(true), result: z.record(z.string(), z.unknown()) });
-export const ErrorReply = z.object({ v: z.literal(PROTOCOL_VERSION), id: requestId.nullable(), ok: z.literal(false), error: ErrorBody });
+export const OkReply = z.object({ v: z.literal(PROTOCOL_VERSION), id: RequestId, ok: z.literal(true), result: z.record(z.string(), z.unknown()) });
+export const ErrorReply = z.object({ v: z.literal(PROTOCOL_VERSION), id: RequestId.nullable(), ok: z.literal(false), error: ErrorBody });
 export const Reply = z.discriminatedUnion("ok", [OkReply, ErrorReply]);
 export type Reply = z.infer<typeof Reply>;
 

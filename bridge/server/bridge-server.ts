@@ -3,7 +3,7 @@ import { Router } from "zeromq";
 import type { Logger } from "pino";
 import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../protocol/codec.js";
 import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error-codes.js";
-import { OPS, PROTOCOL_VERSION, Request, type ErrorBody } from "../../protocol/messages.js";
+import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody } from "../../protocol/messages.js";
 import { EnvRuntime, RuntimeError } from "../engine/env-runtime.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
@@ -227,7 +227,9 @@ export class BridgeServer {
             throw e;
           }
         }
-        await this.closeSession(req.session_id, "closed by the client");
+        // in arrival order: requests the client queued on this session before the close still run
+        await this.sessions.get(req.session_id).tail;
+        if (this.sessions.has(req.session_id)) await this.closeSession(req.session_id, "closed by the client");
         return { closed: true };
       }
       case "stats": {
@@ -340,11 +342,10 @@ function needEpisode(s: Session): string {
   return s.episodeId;
 }
 
+/** The request's id when it is a valid one (the same rule the schemas apply), else null. */
 function readId(raw: unknown): number | string | null {
   const id = (raw as { id?: unknown } | null)?.id;
-  if (typeof id === "number" && Number.isSafeInteger(id) && id >= 0) return id;
-  if (typeof id === "string" && id.length <= 128) return id;
-  return null;
+  return RequestId.safeParse(id).success ? (id as number | string) : null;
 }
 
 const RUNTIME_CODES: Record<string, ErrorCode> = { closed: "shutting_down", reset_needed: "episode_done", unknown_episode: "internal_error" };

@@ -15,6 +15,8 @@ export interface ReplicaConfig {
   recordDir: string | null;
   /** Engine worker restarts allowed per minute (the same budget the supervisor has for replicas). */
   maxRestartsPerMinute: number;
+  /** @unit ms */
+  hardStopGraceMs: number;
 }
 
 /** Replica → supervisor. */

@@ -25,6 +25,8 @@ export interface SupervisorOptions {
   recordDir?: string | null;
   /** Restarts of one replica (and, inside it, of one engine worker) within a minute before giving up on it. @default 10 */
   maxRestartsPerMinute?: number;
+  /** How long past its own deadline a guest call may run before the watchdog stops its worker. @unit ms @default 1000 */
+  hardStopGraceMs?: number;
   /** Called when a replica is given up on (`envscaler serve` then stops and exits non-zero). */
   onGiveUp?: (replica: number) => void;
   logger: Logger;
@@ -137,6 +139,7 @@ export class Supervisor {
       curve: this.curve,
       recordDir: this.options.recordDir ?? null,
       maxRestartsPerMinute: this.options.maxRestartsPerMinute ?? 10,
+      hardStopGraceMs: this.options.hardStopGraceMs ?? 1000,
     };
     child.send(config);
     return new Promise<void>((resolve, reject) => {

@@ -17,6 +17,7 @@ interface ServeArgs {
   maxFrameBytes: number;
   maxInFlight: number;
   maxRestartsPerMinute: number;
+  hardStopGraceMs: number;
   userModel?: string;
   userBaseUrl?: string;
   record: boolean;
@@ -39,6 +40,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("idle-timeout", { type: "number", default: 600, describe: "close sessions unused this many seconds" })
       .option("max-frame-bytes", { type: "number", default: 8 << 20, describe: "largest request frame" })
       .option("max-in-flight", { type: "number", default: 4096, describe: "requests one replica serves at once; more get `overloaded`" })
+      .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
       .option("record-dir", { type: "string", default: "trajectories", describe: "where each replica writes its trajectory file" })
@@ -58,6 +60,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       curveAllow: allow,
       limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxFrameBytes: args.maxFrameBytes, maxInFlight: args.maxInFlight },
       maxRestartsPerMinute: args.maxRestartsPerMinute,
+      hardStopGraceMs: args.hardStopGraceMs,
       user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
       recordDir: args.record ? args.recordDir : null,
       onGiveUp: (replica) => {

@@ -25,8 +25,11 @@ def built_bridge() -> None:
 
 @pytest.fixture(scope="session")
 def bridge(built_bridge: None) -> Iterator[Bridge]:
-    """2 replicas serving notes-v1 and hostile-v1, shared by most tests."""
-    with start_bridge(replicas=2, workers=2, extra=("--max-frame-bytes", str(SMALL_FRAME_LIMIT))) as b:
+    """2 replicas serving notes-v1 and hostile-v1, shared by most tests.
+
+    The short hard-stop grace makes the watchdog stop native_hang (JSON.stringify of a 15M array)
+    well before that builtin could run into the env's memory cap on its own."""
+    with start_bridge(replicas=2, workers=2, extra=("--max-frame-bytes", str(SMALL_FRAME_LIMIT), "--hard-stop-grace-ms", "200")) as b:
         yield b
 
 

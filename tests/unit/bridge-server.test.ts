@@ -145,6 +145,37 @@ test("hostile frames get bad_request and the server keeps serving", async () => 
   expect(((await client.request("hello")) as { instance: string }).instance).toBe(server.instance);
 });
 
+test("ids come back exactly as sent, and a close waits for the session's earlier requests", async () => {
+  const raw = new Dealer();
+  raw.receiveTimeout = 10_000;
+  raw.connect(server.endpoint);
+  const receive = async () => {
+    const reply = await raw.receive();
+    return { bytes: reply[reply.length - 1]!, body: decodeFrame(reply[reply.length - 1]!) as { ok: boolean; id: unknown; result: Record<string, unknown>; error?: { code: string } } };
+  };
+  // a 2^32 id must come back as a msgpack int (Python would read a float64 as 4294967296.0)
+  await raw.send(encodeFrame({ v: 1, id: 2 ** 32, op: "hello" }));
+  const wide = await receive();
+  expect(wide.body.id).toBe(2 ** 32);
+  expect(wide.bytes.includes(Buffer.from("a26964d30000000100000000", "hex"))).toBe(true); // "id": int64 2^32
+  expect(wide.bytes.includes(Buffer.from("a26964cb", "hex"))).toBe(false); // "id" followed by a float64
+  // 100 characters outside the BMP: a valid id (≤ 128 characters), so it is echoed, also on errors
+  const emoji = "😀".repeat(100);
+  await raw.send(encodeFrame({ v: 1, id: emoji, op: "list_scenarios", env_id: "nope-v1" }));
+  expect((await receive()).body).toMatchObject({ id: emoji, ok: false, error: { code: "unknown_env" } });
+  // step, step, step, close sent back to back: the steps run first (requests of one session run in arrival order)
+  await raw.send(encodeFrame({ v: 1, id: 1, op: "reset", scenario_id: "notes-1", seed: 0 }));
+  const sid = (await receive()).body.result.session_id as string;
+  for (let i = 2; i <= 4; i++) await raw.send(encodeFrame({ v: 1, id: i, op: "step", session_id: sid, action: { name: "list_notes", arguments: { user_id: "u1" } } }));
+  await raw.send(encodeFrame({ v: 1, id: 5, op: "close", session_id: sid }));
+  const replies = [];
+  for (let i = 0; i < 4; i++) replies.push((await receive()).body);
+  expect(replies.map((r) => [r.id, r.ok])).toEqual([[2, true], [3, true], [4, true], [5, true]]);
+  await raw.send(encodeFrame({ v: 1, id: 6, op: "step", session_id: sid, action: "hi" }));
+  expect((await receive()).body).toMatchObject({ id: 6, error: { code: "session_closed" } });
+  raw.close();
+});
+
 test("the session limit gives too_many_sessions; closing frees a slot", async () => {
   const ids: string[] = [];
   for (;;) {

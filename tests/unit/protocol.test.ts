@@ -43,8 +43,9 @@ test("the scanner rejects declared lengths beyond the frame before anything is a
   const started = process.memoryUsage().rss;
   for (let i = 0; i < 1000; i++) expect(() => scanFrame(Buffer.from("dd7fffffff" + "c0".repeat(100), "hex"))).toThrow(/declares/);
   expect(process.memoryUsage().rss - started).toBeLessThan(50 << 20);
-  expect(() => scanFrame(Buffer.from("91".repeat(64) + "c0", "hex"))).toThrow(/deeper/);
-  expect(() => scanFrame(Buffer.from("91".repeat(62) + "c0", "hex"))).not.toThrow();
+  // MAX_DEPTH (64) nested containers are allowed, as docs/protocol.md and hello's max_depth say
+  expect(() => scanFrame(Buffer.from("91".repeat(65) + "c0", "hex"))).toThrow(/deeper than 64/);
+  expect(() => scanFrame(Buffer.from("91".repeat(64) + "c0", "hex"))).not.toThrow();
 });
 
 test("the error code list is closed and documented", () => {
@@ -56,4 +57,21 @@ test("values Python sends decode without BigInt, and undefined encodes as nil", 
   // Python packs 2**40 as uint64; msgpackr would make a BigInt without int64AsType
   expect(decodeFrame(Buffer.from("cf0000010000000000", "hex"))).toBe(2 ** 40);
   expect(encodeFrame({ a: undefined }).toString("hex")).toBe("81a161c0");
+});
+
+test("integers of 32 bits or more go out as msgpack ints, and ints beyond ±(2^53 - 1) are refused on the way in", () => {
+  // msgpackr alone writes 2^32 as float64, which Python reads as 4294967296.0
+  expect(encodeFrame(2 ** 32).toString("hex")).toBe("d30000000100000000"); // int64: Python reads an int
+  expect(encodeFrame(-(2 ** 40)).toString("hex")).toBe("d3ffffff0000000000");
+  expect(encodeFrame(Number.MAX_SAFE_INTEGER)[0]).toBe(0xd3);
+  expect(encodeFrame(1.5)[0]).toBe(0xcb);
+  expect(encodeFrame(2 ** 31)[0]).toBe(0xce);
+  // only the containers on the way to a wide int are copied; the caller's value is untouched
+  const shared = { tools: [{ n: 1 }], deep: { list: [1, 2 ** 40] } };
+  expect(decodeFrame(encodeFrame(shared))).toEqual(shared);
+  expect(typeof shared.deep.list[1]).toBe("number");
+  expect(decodeFrame(Buffer.from("cf001fffffffffffff", "hex"))).toBe(Number.MAX_SAFE_INTEGER);
+  expect(() => decodeFrame(Buffer.from("cf0020000000000000", "hex"))).toThrow(/does not fit/);
+  expect(() => decodeFrame(Buffer.from("d3ffe0000000000000", "hex"))).toThrow(/does not fit/);
+  expect(decodeFrame(Buffer.from("d3ffe0000000000001", "hex"))).toBe(-Number.MAX_SAFE_INTEGER);
 });
