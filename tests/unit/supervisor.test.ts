@@ -109,7 +109,9 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
   const { spawn, execFileSync } = await import("node:child_process");
   const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
   // node itself, not npx: the child is the supervisor, and its child is the replica
-  const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0"], { stdio: ["ignore", "pipe", "ignore"] });
+  const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  let log = "";
+  serve.stderr!.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => serve.once("exit", (code) => resolve(code)));
   try {
     const endpoints = await new Promise<string[]>((resolve, reject) => {
@@ -129,10 +131,12 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
     } finally {
       client.close();
     }
-    const replica = Number(execFileSync("pgrep", ["-P", String(serve.pid)], { encoding: "utf8" }).trim().split("\n")[0]);
-    process.kill(replica, "SIGKILL");
+    // every child of the supervisor is a replica (there is one)
+    const replicas = execFileSync("pgrep", ["-P", String(serve.pid)], { encoding: "utf8" }).trim().split("\n").map(Number);
+    expect(replicas).toHaveLength(1);
+    process.kill(replicas[0]!, "SIGKILL");
     const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still running 20 s after its replica died"), 20_000).unref());
-    expect(await Promise.race([exited, timeout])).toBe(1);
+    expect(await Promise.race([exited, timeout]), log).toBe(1);
   } finally {
     serve.kill("SIGKILL");
   }
