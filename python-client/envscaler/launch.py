@@ -34,7 +34,8 @@ def resolve_command(command: str | Sequence[str] | None = None) -> list[str]:
 
     ``command`` (a string is split like a shell would), the ``ENVSCALER_CLI`` environment variable
     (a command line), ``envscaler`` on PATH, then ``node <repo>/dist/cli/main.js`` when this
-    package is installed from the repository next to a built bridge.
+    package is installed from the repository next to a built bridge (``pip install -e``), then a
+    built bridge in the current directory (a copied install run from the repository's root).
     """
     if command:
         return shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
@@ -44,10 +45,9 @@ def resolve_command(command: str | Sequence[str] | None = None) -> list[str]:
     exe = shutil.which("envscaler")
     if exe:
         return [exe]
-    main = _REPO_ROOT / "dist" / "cli" / "main.js"
-    if main.is_file():
-        node = shutil.which("node")
-        if node:
+    node = shutil.which("node")
+    for main in (_REPO_ROOT / "dist" / "cli" / "main.js", Path.cwd() / "dist" / "cli" / "main.js"):
+        if main.is_file() and node:
             return [node, str(main)]
     raise FileNotFoundError(
         "cannot find the envscaler CLI: pass command=, set ENVSCALER_CLI (e.g. 'node /path/dist/cli/main.js'), "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -28,6 +29,13 @@ def test_resolve_command_order(monkeypatch, tmp_path):
     # then the repository's build next to this package
     monkeypatch.setenv("PATH", os.path.dirname(shutil.which("node")))
     assert resolve_command() == [shutil.which("node"), str(REPO / "dist" / "cli" / "main.js")]
+    # a copied (non-editable) install has no repository next to it: a build in the working directory
+    monkeypatch.setattr(sys.modules["envscaler.launch"], "_REPO_ROOT", tmp_path / "site-packages")
+    monkeypatch.chdir(REPO)
+    assert resolve_command() == [shutil.which("node"), str(REPO / "dist" / "cli" / "main.js")]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="ENVSCALER_CLI"):
+        resolve_command()
 
 
 def test_launch_via_env_var_and_clean_stop(monkeypatch):
