@@ -24,4 +24,14 @@ await yargs(hideBin(process.argv))
   .demandCommand(1, "name a command; see --help")
   .strict()
   .help()
+  .fail((message, error, y) => {
+    // a usage mistake gets the help; a command that failed (an unknown scenario, a missing file)
+    // gets its message, not a stack trace under the help text
+    if (error) console.error(`envscaler: ${error.message}`);
+    else {
+      y.showHelp();
+      console.error(`\n${message}`);
+    }
+    process.exit(1);
+  })
   .parseAsync();

@@ -18,18 +18,19 @@ export const checkCommand: CommandModule<object, CheckArgs> = {
   handler: async (args: ArgumentsCamelCase<CheckArgs>) => {
     let failed = 0;
     let total = 0;
+    let badPaths = 0;
     for (const path of args.paths) {
       let dirs: string[];
       try {
         dirs = findBundleDirs(path);
       } catch (e) {
         console.error(`✗ ${path}\n    ${(e as Error).message}`);
-        failed++;
+        badPaths++;
         continue;
       }
       if (dirs.length === 0) {
         console.error(`✗ ${path}\n    no bundles here (a bundle is a folder with a manifest.json)`);
-        failed++;
+        badPaths++;
       }
       for (const dir of dirs) {
         total++;
@@ -43,7 +44,7 @@ export const checkCommand: CommandModule<object, CheckArgs> = {
         for (const w of report.warnings) console.log(`    warning: ${w}`);
       }
     }
-    console.log(`${total - failed}/${total} bundles passed`);
-    process.exitCode = failed ? 1 : 0;
+    console.log(`${total - failed}/${total} bundles passed${badPaths ? `; ${badPaths} path(s) held no bundle` : ""}`);
+    process.exitCode = failed || badPaths ? 1 : 0;
   },
 };

@@ -90,7 +90,15 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
       bars?.stop();
       const t = llm.totals();
       console.log(`mined envs: ${report.mine?.envs ?? "-"}; built: ${report.build?.envs.filter((e) => e.kept).length ?? "-"} kept of ${report.build?.envs.length ?? "-"}; served: ${Object.keys(report.scenarios?.envs ?? {}).length} envs, ${Object.values(report.scenarios?.envs ?? {}).flat().length} scenarios`);
-      console.log(`LLM: ${t.calls} calls, ${t.cache_hits} from cache, ${t.reasks} re-asks, ${t.prompt_tokens}+${t.completion_tokens} tokens; report: ${join(args.out, "report.json")}`);
+      console.log(`LLM: ${t.calls} calls, ${t.cache_hits} from cache, ${t.reasks} re-asks, ${t.failures} failed, ${t.prompt_tokens}+${t.completion_tokens} tokens; report: ${join(args.out, "report.json")}`);
+      // an overnight run that produced nothing (an unreachable endpoint, a model that never
+      // answers in shape) must not look like success to the script that started it
+      const produced =
+        args.stage === "mine" ? report.mine?.envs : args.stage === "build" ? report.build?.envs.filter((e) => e.kept).length : Object.keys(report.scenarios?.envs ?? {}).length;
+      if (produced === 0) {
+        console.error(`envscaler synth ${args.stage}: nothing was produced (${t.failures} LLM calls failed); every rejection and its reason is in report.json`);
+        process.exitCode = 1;
+      }
     } finally {
       bars?.stop();
     }

@@ -16,3 +16,19 @@ test("envscaler demo plays a reference episode over the wire: task, calls, obser
   expect(stdout).toMatch(/reward 1 \(client\)|reward 1 \(text_reply\)/);
   expect(stdout).toMatch(/✓ Is n1 deleted\?/);
 });
+
+test("a failing command prints one line and exits 1; a path without bundles fails check", async () => {
+  const fail = (args: string[]) => run(process.execPath, ["--import", "tsx", CLI, ...args]).then(
+    () => { throw new Error(`envscaler ${args.join(" ")} succeeded`); },
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
+  const demo = await fail(["demo", "--envs", FIXTURES, "--scenario", "nope"]);
+  expect(demo.code).toBe(1);
+  expect(demo.stderr.trim()).toBe("envscaler: no scenario nope");
+  const check = await fail(["check", join(FIXTURES, "does-not-exist")]);
+  expect(check.code).toBe(1);
+  expect(check.stdout).toContain("0/0 bundles passed; 1 path(s) held no bundle");
+  const usage = await fail(["no-such-command"]);
+  expect(usage.code).toBe(1);
+  expect(usage.stderr).toMatch(/Unknown argument: no-such-command/);
+}, 60_000);

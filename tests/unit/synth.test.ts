@@ -195,3 +195,21 @@ test("scenario vetting rejects checks that depend on the seed", async () => {
   expect(await vetScenario(dir, scenario(`final.value ${below ? "<" : ">"} ${t}`), work)).toMatch(/#0 give different results under different seeds/);
   expect(await vetScenario(dir, scenario("final.value >= 0 && final.value < 1"), work)).toBeNull();
 });
+
+test("a synth run that produces nothing exits 1 and says why", async () => {
+  const out = tmp();
+  const input = join(out, "tasks.jsonl");
+  writeFileSync(input, JSON.stringify({ task: TASKS[0] }));
+  const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+  const fixture = await OpenAIFixture.start(() => 500); // an endpoint that never answers
+  try {
+    const child = spawn(process.execPath, ["--import", "tsx", cli, "synth", "mine", "--out", out, "--input", input, "--base-url", fixture.baseURL, "--model", "m", "--no-progress"], { env: { ...process.env, OPENAI_API_KEY: "test" }, stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
+    expect(stderr).toMatch(/synth mine: nothing was produced \(1 LLM calls failed\)/);
+    expect(existsSync(join(out, "report.json"))).toBe(true);
+  } finally {
+    await fixture.close();
+  }
+}, 60_000);
