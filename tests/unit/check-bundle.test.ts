@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -94,4 +94,17 @@ test("isolated checks report bundle load errors and env problems like in-thread 
   expect((await checkBundleIsolated(bad)).problems.join("\n")).toMatch(/env ids look like name-v1/);
   const unsolved = brokenCopy((f) => f.scenarios[0].reference_actions.pop());
   expect((await checkBundleIsolated(unsolved)).problems.join("\n")).toMatch(/reference solution scores 0.6667/);
+});
+
+test("the examples in docs/env-format.md form one bundle that passes check", async () => {
+  const doc = readFileSync(join(import.meta.dirname, "..", "..", "docs", "env-format.md"), "utf8");
+  const block = (heading: string, lang: string) => new RegExp("```" + lang + "\\n([\\s\\S]*?)```").exec(doc.slice(doc.indexOf(heading)))![1]!;
+  const dir = join(mkdtempSync(join(tmpdir(), "envscaler-doc-")), "library");
+  mkdirSync(dir);
+  writeFileSync(join(dir, "manifest.json"), block("## manifest.json", "json"));
+  writeFileSync(join(dir, "env.js"), block("## env.js", "js"));
+  writeFileSync(join(dir, "scenarios.json"), block("## scenarios.json", "json"));
+  const report = await checkBundle(loadBundle(dir));
+  expect(report.problems).toEqual([]);
+  expect(report).toMatchObject({ tools: 3, scenarios: 1 });
 });
