@@ -104,3 +104,20 @@ test("Math.random and Date are deterministic per seed, and the time zone is pinn
   expect(runs[0].iso.startsWith("2025-01-01T09:00")).toBe(true);
   expect(runs[0].viaProto).toBeGreaterThan(runs[0].now); // the prototype's constructor is the virtual clock too
 });
+
+test("sandboxes made ahead of time (the warm pool) take this episode's seed and clock, and nothing from earlier ones", async () => {
+  // 8 episodes in a row: some get pooled instances, some fresh ones, and one patches its builtins first
+  const seen = new Map<number, string>();
+  for (const seed of [7, 8, 7, 8, 7, 8, 7, 8]) {
+    const e = await fresh(seed);
+    if (seed === 8) await call(e, "patch_builtins"); // its own realm only
+    const r = (await call(e, "nondet")).observation.content;
+    if (seen.has(seed)) expect(r).toBe(seen.get(seed));
+    else seen.set(seed, r);
+    const pong = await call(e, "ping");
+    expect(pong.observation.content).toBe('"pong"');
+    e.close();
+    await new Promise((resolve) => setImmediate(resolve)); // let the pool refill between episodes
+  }
+  expect(seen.get(7)).not.toBe(seen.get(8));
+});
