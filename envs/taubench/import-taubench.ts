@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const TAUBENCH_DOMAINS = {
@@ -20,6 +20,13 @@ interface TauTask {
 
 const readJson = <T>(path: string): T => JSON.parse(readFileSync(path, "utf8")) as T;
 
+/** A domain's env.js: the shared Python-semantics helpers (tau-python.js), then the domain's class. */
+export function taubenchSource(domain: TaubenchDomain): string {
+  const files = [join(SOURCES, "tau-python.js"), join(SOURCES, `${domain}-env.js`)];
+  for (const f of files) if (!existsSync(f)) throw new Error(`the JavaScript port of the ${domain} tools is incomplete: ${f} is missing`);
+  return files.map((f) => readFileSync(f, "utf8")).join("\n");
+}
+
 /**
  * Writes `taubench-<domain>-v1` bundles from a tau-bench data folder: the domain's policy as
  * introduction and rules, its tool schemas, our JS tools, the database as the default state, and
@@ -38,9 +45,7 @@ export function importTaubench(from: string, out: string, domains: TaubenchDomai
     const state: Record<string, unknown> = {};
     for (const t of spec.tables) state[t] = readJson(join(src, "data", `${t}.json`));
     writeFileSync(join(dir, "state.json"), JSON.stringify(state));
-    const source = join(SOURCES, `${domain}-env.js`);
-    if (!existsSync(source)) throw new Error(`the JavaScript port of the ${domain} tools is missing (${source})`);
-    copyFileSync(source, join(dir, "env.js"));
+    writeFileSync(join(dir, "env.js"), taubenchSource(domain));
     const manifest = {
       format: "envscaler.env/v1",
       id: envId,

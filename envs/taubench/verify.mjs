@@ -132,7 +132,8 @@ const show = (v, n = 300) => {
 let allOk = true;
 for (const domain of DOMAINS) {
   const dir = join(DATA, domain.name);
-  const src = readFileSync(join(HERE, domain.file), "utf8");
+  // as the importer writes a bundle's env.js: the shared helpers, then the domain's class
+  const src = `${readFileSync(join(HERE, "tau-python.js"), "utf8")}\n${readFileSync(join(HERE, domain.file), "utf8")}`;
   const Env = new Function(`${src}; return ${domain.className};`)();
   const dbText = {};
   for (const t of domain.tables) dbText[t] = readFileSync(join(dir, "data", `${t}.json`), "utf8");
