@@ -31,6 +31,31 @@ export interface RuntimeOptions {
   maxRestartsPerMinute?: number;
   /** Where every episode is recorded (reset, each step, the end); null: not recorded. The runtime does not own it. */
   recorder?: TrajectoryWriter | null;
+  /** Snapshots one episode may hold at once. @default 32 */
+  maxSnapshotsPerEpisode?: number;
+  /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
+  maxSnapshotBytes?: number;
+}
+
+/** A snapshot held by an engine worker; the runtime keeps what restoring it after a worker loss would need. */
+interface SnapshotRecord {
+  id: string;
+  engine: Engine;
+  owner: EpisodeRecord;
+  inputs: EpisodeInputs;
+  stateHash: string;
+  step: number;
+  bytes: number;
+}
+
+export interface ForkResult {
+  episode_id: string;
+  step: number;
+  state_hash: string;
+  env_id: string;
+  scenario_id: string;
+  seed: number;
+  forked_from: { episode_id?: string; snapshot_id?: string; step: number };
 }
 
 export interface ResetResult {
@@ -56,6 +81,8 @@ interface EpisodeRecord {
   stateHash: string;
   /** The episode ended (terminal step or finish): recorded, so close() need not record it again. */
   ended?: boolean;
+  /** Snapshots this episode took (dropped with it). */
+  snapshots: Set<SnapshotRecord>;
   /** Set when the episode was lost (its worker died on it): every later request gets this error. */
   dead?: { code: string; message: string };
   deathReported?: boolean;
@@ -92,6 +119,8 @@ export class EnvRuntime {
   readonly registry: EnvRegistry;
   private readonly engines: Engine[] = [];
   private readonly episodes = new Map<string, EpisodeRecord>();
+  private readonly snapshots = new Map<string, SnapshotRecord>();
+  private snapshotBytes = 0;
   private nextRequest = 1;
   private nextSlot = 1;
   private watchdog: NodeJS.Timeout | undefined;
@@ -266,7 +295,7 @@ export class EnvRuntime {
     if (this.episodes.has(episodeId)) throw new RuntimeError("bad_request", `episode ${episodeId} already exists`);
     const s = seed ?? Math.floor(Math.random() * 2 ** 31);
     const engine = this.leastLoaded();
-    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs: { env_id: found.bundle.id, scenario_id: scenarioId, seed: s, actions: [], user_replies: [] }, stateHash: "" };
+    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs: { env_id: found.bundle.id, scenario_id: scenarioId, seed: s, actions: [], user_replies: [] }, stateHash: "", snapshots: new Set() };
     engine.episodes.add(rec);
     this.episodes.set(episodeId, rec);
     try {
@@ -335,6 +364,97 @@ export class EnvRuntime {
     return structuredClone(this.episode(episodeId).inputs);
   }
 
+  /**
+   * Freezes the episode now: a copy of its sandbox and host state kept in its engine worker until
+   * dropped (or the episode closes). Bounded per episode and in total; over a bound: `too_large`.
+   */
+  async snapshot(episodeId: string): Promise<{ snapshot_id: string; step: number; bytes: number; state_hash: string }> {
+    const rec = this.episode(episodeId);
+    const perEpisode = this.options.maxSnapshotsPerEpisode ?? 32;
+    const total = this.options.maxSnapshotBytes ?? 1 << 30;
+    if (rec.snapshots.size >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (maxSnapshotsPerEpisode); drop some`);
+    if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (maxSnapshotBytes ${total}); drop some`);
+    const id = `snap-${randomUUID()}`;
+    const value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as { step: number; bytes: number; state_hash: string };
+    const snap: SnapshotRecord = { id, engine: rec.engine, owner: rec, inputs: structuredClone(rec.inputs), stateHash: value.state_hash, step: value.step, bytes: value.bytes };
+    this.snapshots.set(id, snap);
+    rec.snapshots.add(snap);
+    this.snapshotBytes += snap.bytes;
+    return { snapshot_id: id, step: value.step, bytes: value.bytes, state_hash: value.state_hash };
+  }
+
+  /**
+   * A new episode that continues from a live episode (its state now) or from a snapshot: same
+   * state, RNG position, virtual clock, step count and conversation. Given the same actions it
+   * gives the same observations, rewards and state hashes as its source would.
+   */
+  async fork(source: { episode_id: string } | { snapshot_id: string }, episodeId: string = randomUUID()): Promise<ForkResult> {
+    if (this.episodes.has(episodeId)) throw new RuntimeError("bad_request", `episode ${episodeId} already exists`);
+    let engine: Engine;
+    let inputs: EpisodeInputs;
+    let body: RequestBody;
+    let from: ForkResult["forked_from"];
+    let parent: EpisodeRecord;
+    if ("snapshot_id" in source) {
+      const snap = this.snapshots.get(source.snapshot_id);
+      if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
+      if (snap.engine !== snap.owner.engine || snap.owner.dead) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
+      ({ engine } = snap);
+      parent = snap.owner;
+      inputs = structuredClone(snap.inputs);
+      body = { op: "fork", episode: episodeId, from_snapshot: snap.id };
+      from = { snapshot_id: snap.id, step: snap.step };
+    } else {
+      parent = this.episode(source.episode_id);
+      if (parent.restoring) await parent.restoring;
+      ({ engine } = parent);
+      inputs = structuredClone(parent.inputs);
+      body = { op: "fork", episode: episodeId, from_episode: parent.id };
+      from = { episode_id: parent.id, step: inputs.actions.length };
+    }
+    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs, stateHash: "", snapshots: new Set() };
+    engine.episodes.add(rec);
+    this.episodes.set(episodeId, rec);
+    try {
+      const value = (await this.request(rec, body)) as { step: number; state_hash: string };
+      rec.stateHash = value.state_hash;
+      from.step = value.step;
+      this.options.recorder?.append({
+        t: "episode_start", episode_id: episodeId, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, state_hash: value.state_hash,
+        forked_from: from, prefix_actions: inputs.actions, user_replies: inputs.user_replies, time: new Date().toISOString(),
+      });
+      return { episode_id: episodeId, step: value.step, state_hash: value.state_hash, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, forked_from: from };
+    } catch (e) {
+      this.forget(rec);
+      throw e;
+    }
+  }
+
+  /** Puts the episode back to a snapshot's point (any snapshot of this runtime): the same as closing it and forking the snapshot under its id. */
+  async restoreSnapshot(episodeId: string, snapshotId: string): Promise<ForkResult> {
+    if (!this.snapshots.has(snapshotId)) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
+    const rec = this.episode(episodeId);
+    // the episode's own snapshots outlive this (a restore is how one goes back to them)
+    const kept = rec.snapshots;
+    rec.snapshots = new Set();
+    await this.closeEpisode(episodeId);
+    const result = await this.fork({ snapshot_id: snapshotId }, episodeId);
+    const next = this.episode(episodeId);
+    for (const s of kept) s.owner = next;
+    next.snapshots = kept;
+    return result;
+  }
+
+  async dropSnapshot(snapshotId: string): Promise<boolean> {
+    const snap = this.snapshots.get(snapshotId);
+    if (!snap) return false;
+    this.snapshots.delete(snapshotId);
+    snap.owner.snapshots.delete(snap);
+    this.snapshotBytes -= snap.bytes;
+    if (!snap.owner.dead && snap.engine === snap.owner.engine) await this.post(snap.engine, snap.owner, { op: "drop_snapshot", episode: snap.owner.id, snapshot: snapshotId });
+    return true;
+  }
+
   async closeEpisode(episodeId: string): Promise<void> {
     const rec = this.episodes.get(episodeId);
     if (!rec) return;
@@ -346,10 +466,11 @@ export class EnvRuntime {
   private forget(rec: EpisodeRecord): void {
     this.episodes.delete(rec.id);
     rec.engine.episodes.delete(rec);
+    for (const snap of rec.snapshots) void this.dropSnapshot(snap.id);
   }
 
-  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number } {
-    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters };
+  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; snapshots: number; snapshot_bytes: number } {
+    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: this.snapshots.size, snapshot_bytes: this.snapshotBytes };
   }
 
   async close(): Promise<void> {

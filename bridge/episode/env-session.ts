@@ -41,6 +41,14 @@ export function seedWords(seed: number): [number, number, number, number] {
   return [next(), next(), next(), next()];
 }
 
+/** A frozen EnvSession (see EnvSession.snapshot). */
+export interface EnvSnapshot {
+  readonly image: SandboxImage;
+  readonly tracker: StateTracker;
+  readonly methods: string[];
+  readonly initial: StateView;
+}
+
 /**
  * Per thread, each env's class evaluated once in a sandbox and captured: every episode restores
  * this image (a memory copy) instead of creating a runtime, compiling the prelude and evaluating
@@ -102,13 +110,17 @@ export class EnvSession implements Disposable {
   }
 
   /**
-   * A second session in exactly this one's state: the sandbox's memory copied (class instance, RNG
-   * position, clock) and the host's tracked state copied (only the records that changed).
+   * This session frozen now: the sandbox's memory (class instance, RNG position, clock) and the
+   * host's tracked state (only the records that changed). Restorable any number of times.
    */
-  async fork(): Promise<EnvSession> {
-    const tracker = this.tracker.fork();
-    const sandbox = await this.sandbox.fork((op, coll, id) => tracker.view.read(op, coll, id));
-    return new EnvSession(sandbox, tracker, this.methods, this.initial);
+  snapshot(sparse: boolean): EnvSnapshot {
+    return { image: this.sandbox.capture(sparse), tracker: this.tracker.fork(), methods: this.methods, initial: this.initial };
+  }
+
+  static async fromSnapshot(snap: EnvSnapshot): Promise<EnvSession> {
+    const tracker = snap.tracker.fork();
+    const sandbox = await Sandbox.restore(snap.image, null, (op, coll, id) => tracker.view.read(op, coll, id));
+    return new EnvSession(sandbox, tracker, snap.methods, snap.initial);
   }
 
   /** Runs one tool. Guest exceptions come back as `error`; a SandboxFault means the session is dead. */

@@ -6,7 +6,7 @@ import type { PatchOp } from "../state/json-patch.js";
 import type { StateView } from "../state/state-base.js";
 import { parseAction, type ParsedCall } from "./action-parser.js";
 import { runChecks, type ActionRecord, type CheckResult } from "./checker.js";
-import { EnvLoadError, EnvSession, seedWords } from "./env-session.js";
+import { EnvLoadError, EnvSession, seedWords, type EnvSnapshot } from "./env-session.js";
 import { ToolValidator } from "./tool-validator.js";
 import { STOP_MARKER, UserSimulatorError, type UserSimulator } from "./user-simulator.js";
 
@@ -86,6 +86,25 @@ export interface EpisodeInputs {
   user_replies: string[];
 }
 
+/**
+ * An episode frozen between steps: its sandbox image and every host-side part of it (tracked
+ * state, step count, actions, messages, inputs, the simulated user's conversation). Immutable:
+ * each restore or fork from it starts an independent copy at exactly this point.
+ */
+export interface EpisodeSnapshot {
+  readonly env: EnvSnapshot;
+  readonly steps: number;
+  readonly actions: readonly ActionRecord[];
+  readonly messages: readonly string[];
+  readonly inputs: EpisodeInputs;
+  readonly user?: UserSimulator;
+  readonly scenarioId: string;
+  readonly seed: number;
+  /** Memory this snapshot holds (the sandbox image; host-side parts are small). */
+  readonly bytes: number;
+  readonly stateHash: string;
+}
+
 export class EpisodeStateError extends Error {
   override readonly name = "EpisodeStateError";
   constructor(
@@ -124,9 +143,9 @@ export class Episode {
   private done = false;
   private closed = false;
   private readonly validator: ToolValidator;
-  private readonly actions: ActionRecord[] = [];
-  private readonly messages: string[] = [];
-  readonly inputs: EpisodeInputs;
+  private actions: ActionRecord[] = [];
+  private messages: string[] = [];
+  inputs: EpisodeInputs;
   readonly maxSteps: number;
 
   constructor(private readonly options: EpisodeOptions) {
@@ -186,6 +205,45 @@ export class Episode {
     if (!this.session) throw new EpisodeStateError("reset_needed", "call reset() before step()");
     if (this.done) throw new EpisodeStateError("episode_done", "the episode has ended; reset a new one");
     return this.session;
+  }
+
+  /** Freezes the episode now (between steps). `sparse` for snapshots kept; a fork's is used once. */
+  snapshot(sparse = true): EpisodeSnapshot {
+    const session = this.live();
+    const env = session.snapshot(sparse);
+    return {
+      env,
+      steps: this.steps,
+      actions: structuredClone(this.actions),
+      messages: [...this.messages],
+      inputs: structuredClone(this.inputs),
+      user: this.options.user?.fork(),
+      scenarioId: this.options.scenario.id,
+      seed: this.options.seed,
+      bytes: env.image.machine.bytes,
+      stateHash: session.stateHash(),
+    };
+  }
+
+  /** A new episode continuing from a snapshot (same scenario, seed, state, RNG, clock, history). */
+  static async fromSnapshot(options: Omit<EpisodeOptions, "user" | "seed">, snap: EpisodeSnapshot): Promise<Episode> {
+    if (options.scenario.id !== snap.scenarioId) throw new Error(`snapshot of ${snap.scenarioId} restored as ${options.scenario.id}`);
+    const episode = new Episode({ ...options, seed: snap.seed, user: snap.user?.fork() });
+    episode.session = await EnvSession.fromSnapshot(snap.env);
+    episode.steps = snap.steps;
+    episode.actions = structuredClone(snap.actions) as ActionRecord[];
+    episode.messages = [...snap.messages];
+    episode.inputs = structuredClone(snap.inputs);
+    return episode;
+  }
+
+  /** An independent copy of this episode under a new id, at this step. */
+  async fork(episodeId: string): Promise<Episode> {
+    return Episode.fromSnapshot({ ...this.options, episodeId }, this.snapshot(false));
+  }
+
+  get stepCount(): number {
+    return this.steps;
   }
 
   /** One agent action. Agent mistakes are observations; only env faults end the episode early. */

@@ -98,7 +98,8 @@ export async function newBlankInstance(maxBytes: number): Promise<BlankInstance>
   if (!layout) {
     // the first instance of a thread only measures this build's layout (it is then dirty)
     const probe = await instantiate(maxBytes);
-    layout = { dataEnd: firstZeroPage(new Uint8Array(probe.memory.buffer)), brk: findBrk(probe) };
+    probe.dataEnd = firstZeroPage(new Uint8Array(probe.memory.buffer));
+    layout = { dataEnd: probe.dataEnd, brk: findBrk(probe) };
   }
   return instantiate(maxBytes);
 }
@@ -204,22 +205,21 @@ function nonZeroRuns(u8: Uint8Array, from: number, to: number): Range[] {
 }
 
 /**
- * Finds the sbrk word by growing the heap by a known amount and looking for the one word in low
- * memory that moved by it and is the highest such address: the build is pinned, so this is the same
- * address every time; if the probe ever fails, heapTop falls back to scanning for the last used page.
+ * Finds the sbrk word by growing the heap by a known amount: of the words in static data that grew
+ * by about that much (the break; dlmalloc's top chunk pointer; its footprint counters), the break
+ * is the one with the highest value. The build is pinned, so this is the same address every time;
+ * if the probe ever fails, heapTop falls back to scanning for the last used page.
  */
 function findBrk(inst: BlankInstance): number | null {
-  const words = () => new Uint32Array(inst.memory.buffer, 0, 1 << 18); // first 1 MiB: static data
+  const words = () => new Uint32Array(inst.memory.buffer, 0, inst.dataEnd / 4);
   const before = words().slice();
   const big = 4 << 20;
   const p = inst.exports._malloc(big);
   const after = words();
   let best: number | null = null;
   for (let i = 0; i < before.length; i++) {
-    const d = after[i]! - before[i]!;
-    if (d >= big && d < big + (1 << 20) && after[i]! <= inst.memory.buffer.byteLength && after[i]! >= p + big) {
-      if (best === null || after[i]! > after[best]!) best = i;
-    }
+    const v = after[i]!;
+    if (v - before[i]! > big / 2 && v >= p + big && v <= inst.memory.buffer.byteLength && (best === null || v > after[best]!)) best = i;
   }
   inst.exports._free(p);
   return best === null ? null : best * 4;

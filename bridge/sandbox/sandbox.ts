@@ -221,11 +221,6 @@ export class Sandbox implements Disposable {
     return { machine: this.machine.capture(sparse), mode: this.mode, limits: this.limits, stackBytes: this.stackBytes };
   }
 
-  /** A new sandbox in exactly this one's state (same RNG position and clock), reading state through `hostRead`. */
-  async fork(hostRead: HostRead): Promise<Sandbox> {
-    return Sandbox.restore(this.capture(false), null, hostRead);
-  }
-
   /** Evaluates trusted-shape, untrusted-content source (an env class) at global scope. */
   evalScript(source: string, filename: string): void {
     this.machine.free(this.guard(() => this.machine.eval(source, filename), filename));
