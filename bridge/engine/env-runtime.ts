@@ -372,8 +372,8 @@ export class EnvRuntime {
     const rec = this.episode(episodeId);
     const perEpisode = this.options.maxSnapshotsPerEpisode ?? 32;
     const total = this.options.maxSnapshotBytes ?? 1 << 30;
-    if (rec.snapshots.size >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (maxSnapshotsPerEpisode); drop some`);
-    if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (maxSnapshotBytes ${total}); drop some`);
+    if (rec.snapshots.size >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
+    if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (serve --max-snapshot-mb, maxSnapshotBytes ${total}); drop some`);
     const id = `snap-${randomUUID()}`;
     const value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as { step: number; bytes: number; state_hash: string };
     const snap: SnapshotRecord = { id, engine: rec.engine, owner: rec, inputs: structuredClone(rec.inputs), stateHash: value.state_hash, step: value.step, bytes: value.bytes };

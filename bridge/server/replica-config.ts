@@ -17,6 +17,9 @@ export interface ReplicaConfig {
   maxRestartsPerMinute: number;
   /** @unit ms */
   hardStopGraceMs: number;
+  /** Snapshots per episode, and bytes of snapshots per replica (see RuntimeOptions). */
+  maxSnapshotsPerEpisode?: number;
+  maxSnapshotBytes?: number;
 }
 
 /** Replica → supervisor. */

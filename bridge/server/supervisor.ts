@@ -27,6 +27,10 @@ export interface SupervisorOptions {
   maxRestartsPerMinute?: number;
   /** How long past its own deadline a guest call may run before the watchdog stops its worker. @unit ms @default 1000 */
   hardStopGraceMs?: number;
+  /** Snapshots one episode may hold. @default 32 */
+  maxSnapshotsPerEpisode?: number;
+  /** Snapshot memory per replica. @unit bytes @default 1 GiB */
+  maxSnapshotBytes?: number;
   /** Called when a replica is given up on (`envscaler serve` then stops and exits non-zero). */
   onGiveUp?: (replica: number) => void;
   logger: Logger;
@@ -140,6 +144,8 @@ export class Supervisor {
       recordDir: this.options.recordDir ?? null,
       maxRestartsPerMinute: this.options.maxRestartsPerMinute ?? 10,
       hardStopGraceMs: this.options.hardStopGraceMs ?? 1000,
+      maxSnapshotsPerEpisode: this.options.maxSnapshotsPerEpisode,
+      maxSnapshotBytes: this.options.maxSnapshotBytes,
     };
     child.send(config);
     return new Promise<void>((resolve, reject) => {

@@ -216,6 +216,21 @@ class BridgeClient:
     def close_session(self, session_id: str, **kw: Any) -> bool:
         return bool(self.request("close", session_id=session_id, **kw).get("closed"))
 
+    def snapshot(self, session_id: str, **kw: Any) -> dict[str, Any]:
+        """Freezes the session's episode: ``{"snapshot_id", "step", "bytes", "state_hash"}``."""
+        return self.request("snapshot", session_id=session_id, **kw)
+
+    def fork(self, session_id: str | None = None, snapshot_id: str | None = None, **kw: Any) -> dict[str, Any]:
+        """A new session continuing from a session or a snapshot: ``{"session_id", "info"}``."""
+        return self.request("fork", **_fork_fields(session_id, snapshot_id), **kw)
+
+    def restore(self, session_id: str, snapshot_id: str, **kw: Any) -> dict[str, Any]:
+        """Puts the session back to the snapshot's point: ``{"info"}``."""
+        return self.request("restore", session_id=session_id, snapshot_id=snapshot_id, **kw)
+
+    def drop_snapshot(self, snapshot_id: str, **kw: Any) -> bool:
+        return bool(self.request("drop_snapshot", snapshot_id=snapshot_id, **kw)["dropped"])
+
     def stats(self, **kw: Any) -> dict[str, Any]:
         return self.request("stats", **kw)
 
@@ -252,6 +267,12 @@ def _reset_fields(scenario_id: str, seed: int | None, session_id: str | None) ->
     if session_id is not None:
         fields["session_id"] = session_id
     return fields
+
+
+def _fork_fields(session_id: str | None, snapshot_id: str | None) -> dict[str, Any]:
+    if (session_id is None) == (snapshot_id is None):
+        raise ValueError("fork needs exactly one of session_id and snapshot_id")
+    return {"session_id": session_id} if session_id is not None else {"snapshot_id": snapshot_id}
 
 
 def batch_fields(steps: Iterable[tuple[str, Any]]) -> list[dict[str, Any]]:

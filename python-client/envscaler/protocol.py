@@ -29,6 +29,8 @@ __all__ = [
     "SessionLost",
     "EpisodeDone",
     "TooManySessions",
+    "UnknownSnapshot",
+    "TooLarge",
     "Overloaded",
     "EnvLoadFailed",
     "EnvFault",
@@ -193,6 +195,16 @@ class TooManySessions(BridgeError):
     code = "too_many_sessions"
 
 
+class UnknownSnapshot(BridgeError):
+    code = "unknown_snapshot"
+
+
+class TooLarge(BridgeError):
+    """A request over a size or count limit; the message names the limit."""
+
+    code = "too_large"
+
+
 class Overloaded(BridgeError):
     code = "overloaded"
 
@@ -251,7 +263,9 @@ _BY_CODE: dict[str, type[BridgeError]] = {
         SessionClosed,
         SessionLost,
         EpisodeDone,
+        UnknownSnapshot,
         TooManySessions,
+        TooLarge,
         Overloaded,
         EnvLoadFailed,
         EnvTimeout,

@@ -10,7 +10,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from .bridge_client import BridgeClient, CurveKeys
-from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, episode_seed, error_observation, plain_action
+from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, close_session_quietly, episode_seed, error_observation, plain_action
 from .protocol import BridgeError, error_for
 from .spaces import AgentAction, AnyText, TextBatch
 
@@ -234,6 +234,41 @@ class EnvScalerVectorEnv(VectorEnv):
             infos = self._add_info(infos, info, i)
             self._autoreset[i] = False
         return self._obs.copy(), rewards, terminated, truncated, infos
+
+    def fork(self, source: int, targets: Sequence[int] | None = None) -> list[str]:
+        """GRPO groups: sub-envs ``targets`` (default: all others) continue from sub-env ``source``'s
+        episode as it is now (one snapshot, then one fork per target, on ``source``'s replica: a
+        snapshot lives where it was taken). Their previous sessions are closed. Returns the new
+        session ids; the next ``step`` steps every sub-env as usual."""
+        sid = self.session_ids[source]
+        if sid is None:
+            raise RuntimeError("call reset() first")
+        targets = [i for i in (range(self.num_envs) if targets is None else targets) if i != source]
+        replica = self.replica_of[source]
+        client = self.clients[replica]
+        snap = client.snapshot(sid)["snapshot_id"]
+        try:
+            replies = _collect_all([self._submit(replica, "fork", snapshot_id=snap) for _ in targets])
+        finally:
+            client.drop_snapshot(snap)
+        old = [(self.replica_of[i], self.session_ids[i]) for i in targets]
+        failed = next((r for r in replies if isinstance(r, BridgeError)), None)
+        if failed is not None:
+            for r in replies:  # nothing half-done: forks that did open are closed again
+                if not isinstance(r, BridgeError):
+                    close_session_quietly(client, r["session_id"])
+            raise failed
+        for i, r in zip(targets, replies):
+            self.session_ids[i] = r["session_id"]
+            self.episode_ids[i] = r["info"].get("episode_id")
+            self.current_scenarios[i] = r["info"].get("scenario_id")
+            self.replica_of[i] = replica
+            self._obs[i] = self._obs[source]
+            self._autoreset[i] = self._autoreset[source]
+        for rep, old_sid in old:
+            if old_sid is not None:
+                close_session_quietly(self.clients[rep], old_sid)
+        return [self.session_ids[i] for i in targets]  # type: ignore[misc]
 
     def state(self, index: int) -> dict[str, Any]:
         """Sub-env ``index``'s current env state."""
