@@ -31,6 +31,10 @@ export interface RuntimeOptions {
   maxRestartsPerMinute?: number;
   /** Where every episode is recorded (reset, each step, the end); null: not recorded. The runtime does not own it. */
   recorder?: TrajectoryWriter | null;
+  /** The largest action a step takes (its size as JSON, estimated). @unit bytes @default 1 MiB */
+  maxActionBytes?: number;
+  /** Actions one episode keeps for exact restore and replay, in total. @unit bytes @default 64 MiB */
+  maxEpisodeInputBytes?: number;
   /** Snapshots one episode may hold at once. @default 32 */
   maxSnapshotsPerEpisode?: number;
   /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
@@ -81,6 +85,8 @@ interface EpisodeRecord {
   stateHash: string;
   /** The episode ended (terminal step or finish): recorded, so close() need not record it again. */
   ended?: boolean;
+  /** Estimated JSON bytes of the actions kept in `inputs`. */
+  inputBytes?: number;
   /** Snapshots this episode took (dropped with it). */
   snapshots: Set<SnapshotRecord>;
   /** Set when the episode was lost (its worker died on it): every later request gets this error. */
@@ -315,6 +321,13 @@ export class EnvRuntime {
 
   async step(episodeId: string, action: unknown): Promise<StepResult> {
     const rec = this.episode(episodeId);
+    // every action is kept (restore and replay re-execute them), so size is checked before anything runs
+    const maxAction = this.options.maxActionBytes ?? 1 << 20;
+    const maxInputs = this.options.maxEpisodeInputBytes ?? 64 << 20;
+    const size = jsonSizeUpTo(action, maxAction + 1);
+    if (size > maxAction) throw new RuntimeError("too_large", `the action is over ${maxAction} bytes as JSON (serve --max-action-bytes); it was not run`);
+    if ((rec.inputBytes ?? 0) + size > maxInputs) throw new RuntimeError("too_large", `the episode's actions would exceed ${maxInputs} bytes in total (serve --max-episode-input-mb); it was not run: reset a new episode`);
+    rec.inputBytes = (rec.inputBytes ?? 0) + size;
     const started = performance.now();
     const repliesBefore = rec.inputs.user_replies.length;
     const result = (await this.request(rec, { op: "step", episode: episodeId, action })) as StepResult;
@@ -485,4 +498,26 @@ export class EnvRuntime {
       }),
     );
   }
+}
+
+/** The size of `v` as JSON text, counted up to `limit` (a bounded walk: a huge action costs no more than the limit). */
+export function jsonSizeUpTo(v: unknown, limit: number): number {
+  let size = 0;
+  const stack: unknown[] = [v];
+  while (stack.length && size <= limit) {
+    const x = stack.pop();
+    if (typeof x === "string") size += x.length + 2;
+    else if (x === null || typeof x !== "object") size += 8;
+    else if (Array.isArray(x)) {
+      size += 2 + x.length;
+      for (let i = 0; i < x.length && stack.length < limit; i++) stack.push(x[i]);
+    } else {
+      for (const [k, y] of Object.entries(x as Record<string, unknown>)) {
+        size += k.length + 4;
+        stack.push(y);
+      }
+      size += 2;
+    }
+  }
+  return size;
 }

@@ -6,7 +6,7 @@ import type { PatchOp } from "../state/json-patch.js";
 import type { StateView } from "../state/state-base.js";
 import { parseAction, type ParsedCall } from "./action-parser.js";
 import { runChecks, type ActionRecord, type CheckResult } from "./checker.js";
-import { EnvLoadError, EnvSession, seedWords, type EnvSnapshot } from "./env-session.js";
+import { EnvLoadError, EnvSession, limitsFor, seedWords, type EnvSnapshot } from "./env-session.js";
 import { ToolValidator } from "./tool-validator.js";
 import { STOP_MARKER, UserSimulatorError, type UserSimulator } from "./user-simulator.js";
 
@@ -125,6 +125,20 @@ export interface EpisodeOptions {
   limits?: Partial<SandboxLimits>;
   /** The state the reference actions produce, for `reference_state` checks (usually cached by the caller). */
   reference?: () => Promise<StateView | { error: string }>;
+}
+
+/** Tool calls one action may make; more are refused as an `invalid_action` observation. */
+export const MAX_CALLS_PER_ACTION = 64;
+
+/** The path of the first NaN or ±Infinity in a value (msgpack can carry them, JSON Schema's "number" accepts them), or null. */
+function nonFinite(v: unknown, path: string): string | null {
+  if (typeof v === "number") return Number.isFinite(v) ? null : path || "(the value)";
+  if (v === null || typeof v !== "object") return null;
+  for (const [k, x] of Object.entries(v)) {
+    const found = nonFinite(x, `${path}${Array.isArray(v) ? `[${k}]` : path ? `.${k}` : k}`);
+    if (found) return found;
+  }
+  return null;
 }
 
 function errorContent(type: string, message: string): string {
@@ -259,6 +273,8 @@ export class Episode {
     try {
       if (parsed.kind === "invalid") {
         observation = { role: "user", content: errorContent("invalid_action", parsed.message) };
+      } else if (parsed.kind === "tool_calls" && parsed.calls.length > MAX_CALLS_PER_ACTION) {
+        observation = { role: "user", content: errorContent("invalid_action", `an action may make at most ${MAX_CALLS_PER_ACTION} tool calls (MAX_CALLS_PER_ACTION); this one makes ${parsed.calls.length}, so none ran`) };
       } else if (parsed.kind === "text") {
         this.messages.push(parsed.text);
         if (this.options.scenario.mode === "task") {
@@ -272,7 +288,17 @@ export class Episode {
           if (reply === STOP_MARKER) endReason = "user_stop";
         }
       } else {
-        const results = parsed.calls.map((c) => this.runCall(session, c, info));
+        // one step's tool outputs together stay within the per-call output limit: once they reach it,
+        // the rest of the step's calls are not run (an observation says so, the episode goes on)
+        const cap = limitsFor(this.options.bundle, this.options.limits).maxOutputBytes;
+        let total = 0;
+        const results = parsed.calls.map((c) => {
+          if (total >= cap) return this.skipCall(c, info, `not run: this step's tool outputs reached ${cap} bytes (maxOutputBytes)`);
+          const r = this.runCall(session, c, info);
+          total += r.content.length;
+          if (total <= cap) return r;
+          return { ...r, ok: false, content: errorContent("output_limit", `the result of ${c.name} (${r.content.length} bytes) took this step's tool outputs over ${cap} bytes (maxOutputBytes): it ran, but its result is not shown`) };
+        });
         observation = { role: "tool", content: results.length === 1 ? results[0]!.content : `[${results.map((r) => r.content).join(",")}]`, tool_results: results };
         if (parsed.calls.some((c) => this.options.bundle.manifest.terminating_tools.includes(c.name))) endReason = "terminating_tool";
       }
@@ -288,6 +314,13 @@ export class Episode {
     return this.end(observation, info, endReason ?? "max_steps", truncated);
   }
 
+  private skipCall(call: ParsedCall, info: StepInfo, why: string): ToolResult {
+    const record: ActionRecord & { id: string } = { id: call.id, name: call.name, arguments: call.arguments, error: why };
+    info.tool_calls.push(record);
+    this.actions.push(record);
+    return { tool_call_id: call.id, name: call.name, content: errorContent("output_limit", why), ok: false };
+  }
+
   private runCall(session: EnvSession, call: ParsedCall, info: StepInfo): ToolResult {
     const record: ActionRecord & { id: string } = { id: call.id, name: call.name, arguments: call.arguments };
     info.tool_calls.push(record);
@@ -297,6 +330,8 @@ export class Episode {
       return { tool_call_id: call.id, name: call.name, content: errorContent(type, message), ok: false };
     };
     if (call.argumentsError) return reject("invalid_arguments", call.argumentsError);
+    const bad = nonFinite(call.arguments, "");
+    if (bad) return reject("invalid_arguments", `${call.name}: argument ${bad} is not a finite number (NaN and Infinity are not JSON)`);
     if (!this.validator.has(call.name)) return reject("unknown_tool", `unknown tool '${call.name}'; the tools are: ${this.validator.names.join(", ")}`);
     const problem = this.validator.check(call.name, call.arguments);
     if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);

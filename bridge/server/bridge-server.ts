@@ -73,6 +73,9 @@ export class BridgeServer {
     this.log = options.logger;
     this.sessions = new SessionTable(this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions);
     this.socket.maxMessageSize = this.limits.maxFrameBytes;
+    // a ROUTER silently drops a reply when the peer's queue is at its high-water mark; replies are
+    // already bounded by max_in_flight, so queue them all rather than lose any
+    this.socket.sendHighWaterMark = 0;
     // flush queued replies for up to a second when closing, then drop them
     this.socket.linger = 1000;
     if (options.curve) {

@@ -1,3 +1,4 @@
+import type { RuntimeOptions } from "../engine/env-runtime.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { CurveServerKeys, ServerLimits } from "./bridge-server.js";
 
@@ -17,10 +18,11 @@ export interface ReplicaConfig {
   maxRestartsPerMinute: number;
   /** @unit ms */
   hardStopGraceMs: number;
-  /** Snapshots per episode, and bytes of snapshots per replica (see RuntimeOptions). */
-  maxSnapshotsPerEpisode?: number;
-  maxSnapshotBytes?: number;
+  /** The runtime's per-episode limits (see RuntimeOptions). */
+  episodeLimits: EpisodeLimits;
 }
+
+export type EpisodeLimits = Pick<RuntimeOptions, "maxSnapshotsPerEpisode" | "maxSnapshotBytes" | "maxActionBytes" | "maxEpisodeInputBytes">;
 
 /** Replica → supervisor. */
 export type ReplicaMessage = { ready: true; endpoint: string; instance: string } | { failed: string };

@@ -5,7 +5,7 @@ import { curveKeyPair } from "zeromq";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { ServerLimits } from "./bridge-server.js";
-import type { ReplicaConfig, ReplicaMessage } from "./replica-config.js";
+import type { EpisodeLimits, ReplicaConfig, ReplicaMessage } from "./replica-config.js";
 
 export interface SupervisorOptions {
   envs: string[];
@@ -27,10 +27,8 @@ export interface SupervisorOptions {
   maxRestartsPerMinute?: number;
   /** How long past its own deadline a guest call may run before the watchdog stops its worker. @unit ms @default 1000 */
   hardStopGraceMs?: number;
-  /** Snapshots one episode may hold. @default 32 */
-  maxSnapshotsPerEpisode?: number;
-  /** Snapshot memory per replica. @unit bytes @default 1 GiB */
-  maxSnapshotBytes?: number;
+  /** Per-episode limits of every replica's runtime (snapshots, action sizes; see RuntimeOptions). */
+  episodeLimits?: EpisodeLimits;
   /** Called when a replica is given up on (`envscaler serve` then stops and exits non-zero). */
   onGiveUp?: (replica: number) => void;
   logger: Logger;
@@ -144,8 +142,7 @@ export class Supervisor {
       recordDir: this.options.recordDir ?? null,
       maxRestartsPerMinute: this.options.maxRestartsPerMinute ?? 10,
       hardStopGraceMs: this.options.hardStopGraceMs ?? 1000,
-      maxSnapshotsPerEpisode: this.options.maxSnapshotsPerEpisode,
-      maxSnapshotBytes: this.options.maxSnapshotBytes,
+      episodeLimits: this.options.episodeLimits ?? {},
     };
     child.send(config);
     return new Promise<void>((resolve, reject) => {

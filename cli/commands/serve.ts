@@ -20,6 +20,8 @@ interface ServeArgs {
   hardStopGraceMs: number;
   maxSnapshots: number;
   maxSnapshotMb: number;
+  maxActionBytes: number;
+  maxEpisodeInputMb: number;
   userModel?: string;
   userBaseUrl?: string;
   record: boolean;
@@ -44,6 +46,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("max-in-flight", { type: "number", default: 4096, describe: "requests one replica serves at once; more get `overloaded`" })
       .option("max-snapshots", { type: "number", default: 32, describe: "snapshots one episode may hold at once; more get `too_large`" })
       .option("max-snapshot-mb", { type: "number", default: 1024, describe: "memory all snapshots of one replica may hold; more get `too_large`" })
+      .option("max-action-bytes", { type: "number", default: 1 << 20, describe: "largest action one step takes (as JSON); larger get `too_large` and do not run" })
+      .option("max-episode-input-mb", { type: "number", default: 64, describe: "actions one episode keeps for exact restore and replay, in total; beyond it steps get `too_large`" })
       .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
@@ -65,8 +69,12 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxFrameBytes: args.maxFrameBytes, maxInFlight: args.maxInFlight },
       maxRestartsPerMinute: args.maxRestartsPerMinute,
       hardStopGraceMs: args.hardStopGraceMs,
-      maxSnapshotsPerEpisode: args.maxSnapshots,
-      maxSnapshotBytes: args.maxSnapshotMb * 1024 * 1024,
+      episodeLimits: {
+        maxSnapshotsPerEpisode: args.maxSnapshots,
+        maxSnapshotBytes: args.maxSnapshotMb * 1024 * 1024,
+        maxActionBytes: args.maxActionBytes,
+        maxEpisodeInputBytes: args.maxEpisodeInputMb * 1024 * 1024,
+      },
       user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
       recordDir: args.record ? args.recordDir : null,
       onGiveUp: (replica) => {
