@@ -65,6 +65,16 @@ class EnvScalerVectorEnv(VectorEnv):
         self.endpoints = eps
         self.clients = [BridgeClient(ep, timeout=timeout, curve=curve) for ep in eps]
         self.num_envs = int(num_envs)
+        # fail now, naming the limit, rather than at the first reset: sub-envs are spread evenly
+        capacity = [int(c.hello()["limits"]["max_sessions"]) for c in self.clients]
+        per_replica = -(-self.num_envs // len(eps))
+        if per_replica > min(capacity):
+            for c in self.clients:
+                c.close()
+            raise ValueError(
+                f"num_envs={self.num_envs} over {len(eps)} replica(s) needs {per_replica} sessions per replica, "
+                f"but a replica holds at most max_sessions={min(capacity)} (serve --max-sessions, or add replicas)"
+            )
         self.replica_of = [i % len(eps) for i in range(self.num_envs)]
         self.single_observation_space = AnyText()
         self.single_action_space = AgentAction()

@@ -74,3 +74,26 @@ def test_snapshot_limit_is_a_typed_error_naming_it():
                 env.snapshot()
         finally:
             env.close()
+
+
+def test_no_reply_is_lost_with_thousands_in_flight(bridge):
+    """5,000 requests in flight on one connection: every one is answered (ok, or a typed overloaded)."""
+    with bridge.client(0, timeout=120) as c:
+        rids = [c.submit("hello") for _ in range(5000)]
+        answered = 0
+        for rid in rids:
+            try:
+                c.collect(rid)
+            except Exception as e:  # only a typed refusal is acceptable, never a missing reply
+                assert getattr(e, "code", None) == "overloaded", e
+            answered += 1
+        assert answered == 5000
+
+
+def test_a_vector_env_beyond_the_session_limit_fails_at_construction_naming_it():
+    with start_bridge(replicas=1, extra=("--max-sessions", "4")) as b:
+        with pytest.raises(ValueError, match="max_sessions=4"):
+            EnvScalerVectorEnv(b.endpoints, num_envs=5)
+        vec = EnvScalerVectorEnv(b.endpoints, num_envs=4, scenario_ids=["notes-1"])
+        vec.reset(seed=1)
+        vec.close()
