@@ -101,20 +101,48 @@ async function takeInstance(maxBytes: number, fresh: boolean): Promise<BlankInst
   return inst;
 }
 
-function recycle(inst: BlankInstance): void {
+function recycle(inst: BlankInstance, always = false): void {
   const pool = poolFor(inst.maxBytes);
-  if (pool.recycled.length < RECYCLED_PER_CAP && inst.memory.buffer.byteLength <= RECYCLE_MAX_BYTES) pool.recycled.push(inst);
+  if (always || (pool.recycled.length < RECYCLED_PER_CAP && inst.memory.buffer.byteLength <= RECYCLE_MAX_BYTES)) pool.recycled.push(inst);
+}
+
+// ---- dormant sandboxes: at most MAX_LIVE hold a wasm instance, the others are images ----
+
+/**
+ * Sandboxes per thread that hold a wasm instance at once. Every WebAssembly.Memory reserves address
+ * space and counts as external memory in V8, which makes creating one slower the more exist (measured:
+ * 9 ms each at 100, 60 ms at 1,000). Beyond this many, the least recently used sandbox is captured
+ * (its non-zero pages) and its instance handed to the one that needs it; it wakes by the same memory
+ * copy when next called. ENVSCALER_LIVE_SANDBOXES overrides it.
+ */
+let MAX_LIVE = Math.max(2, Number(process.env.ENVSCALER_LIVE_SANDBOXES) || 256);
+
+/** Sets how many sandboxes of this thread may hold a wasm instance at once (see MAX_LIVE). */
+export function setMaxLiveSandboxes(n: number): void {
+  MAX_LIVE = Math.max(2, Math.floor(n));
+}
+/** Live sandboxes, least recently used first (a Map keeps insertion order; touching re-inserts). */
+const live = new Map<Sandbox, true>();
+
+/** Sends least recently used sandboxes to sleep until fewer than MAX_LIVE hold an instance (preferring ones of `cap`). */
+function makeRoom(cap: number): void {
+  while (live.size >= MAX_LIVE) {
+    let victim: Sandbox | undefined;
+    for (const s of live.keys()) if (s.cap === cap) { victim = s; break; }
+    victim ??= live.keys().next().value!;
+    victim.sleep();
+  }
 }
 
 /** Instances held for reuse in this thread (for stats and tests). */
-export function pooledInstances(): { fresh: number; recycled: number } {
+export function pooledInstances(): { fresh: number; recycled: number; live: number } {
   let fresh = 0;
   let recycled = 0;
   for (const p of pools.values()) {
     fresh += p.fresh.length;
     recycled += p.recycled.length;
   }
-  return { fresh, recycled };
+  return { fresh, recycled, live: live.size };
 }
 
 /** Thrown for env source that does not even evaluate (syntax errors, top-level throws). */
@@ -135,7 +163,9 @@ export class Sandbox implements Disposable {
   private poisoned: SandboxFault | null = null;
   private disposed = false;
   private hostRead: HostRead;
-  private machine!: Machine;
+  private awake: Machine | null = null;
+  /** Set while the sandbox sleeps: its image, restored when it is next called. */
+  private dormant: SandboxImage | null = null;
 
   private constructor(
     readonly mode: SandboxMode,
@@ -144,6 +174,46 @@ export class Sandbox implements Disposable {
     config: SandboxConfig,
   ) {
     this.hostRead = config.hostRead;
+  }
+
+  /** The memory cap of this sandbox's instance (instances are only exchanged between equal caps). */
+  get cap(): number {
+    return memoryCap(this.limits);
+  }
+
+  private get machine(): Machine {
+    if (this.awake === null) this.wake();
+    return this.awake!;
+  }
+
+  private attach(m: Machine): void {
+    this.awake = m;
+    live.set(this, true);
+  }
+
+  /** Captures this sandbox and gives its instance back (called by makeRoom, between guest calls). */
+  sleep(): void {
+    live.delete(this);
+    if (this.awake === null) return;
+    if (this.poisoned) {
+      this.awake = null; // a faulted instance is never reused
+      return;
+    }
+    this.dormant = this.capture(true);
+    live.delete(this);
+    recycle(this.awake.release(), true);
+    this.awake = null;
+  }
+
+  private wake(): void {
+    if (!this.dormant) throw new SandboxFault("env_crashed", "sandbox has neither a machine nor an image");
+    makeRoom(this.cap);
+    const pool = poolFor(this.cap);
+    const inst = pool.recycled.pop() ?? pool.fresh.pop();
+    refill(this.cap);
+    if (!inst) throw this.poison(new SandboxFault("env_crashed", "no wasm instance was free to wake this sandbox"));
+    this.attach(Machine.restore(inst, this.dormant.machine, this.target));
+    this.dormant = null;
   }
 
   /** The guest's calls into the host land here: only `hostRead(op, collection, id)` exists. */
@@ -168,7 +238,8 @@ export class Sandbox implements Disposable {
     const stackBytes = Math.min(options.limits.stackBytes, safeGuestStackBytes());
     const sandbox = new Sandbox(options.mode, options.limits, stackBytes, options);
     const inst = await takeInstance(memoryCap(options.limits), true);
-    sandbox.machine = Machine.create(inst, stackBytes, sandbox.target);
+    makeRoom(inst.maxBytes);
+    sandbox.attach(Machine.create(inst, stackBytes, sandbox.target));
     try {
       sandbox.install();
       sandbox.configure(options);
@@ -182,8 +253,9 @@ export class Sandbox implements Disposable {
   /** A sandbox continuing from an image (usually recycled instance + memory copy), then configured. */
   static async restore(image: SandboxImage, config: SandboxConfig | null, hostRead: HostRead): Promise<Sandbox> {
     const sandbox = new Sandbox(image.mode, image.limits, image.stackBytes, { seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead });
+    makeRoom(image.machine.maxBytes);
     const inst = await takeInstance(image.machine.maxBytes, false);
-    sandbox.machine = Machine.restore(inst, image.machine, sandbox.target);
+    sandbox.attach(Machine.restore(inst, image.machine, sandbox.target));
     if (config) {
       try {
         sandbox.configure(config);
@@ -218,6 +290,7 @@ export class Sandbox implements Disposable {
   /** Captures this sandbox now (between calls). `sparse` for images kept and restored many times. */
   capture(sparse = true): SandboxImage {
     this.assertUsable();
+    if (this.dormant) return this.dormant; // already an image (sparse), and immutable
     return { machine: this.machine.capture(sparse), mode: this.mode, limits: this.limits, stackBytes: this.stackBytes };
   }
 
@@ -261,7 +334,7 @@ export class Sandbox implements Disposable {
 
   /** Bytes of linear memory the guest has grown to (it never shrinks). */
   get memoryBytes(): number {
-    return this.machine.memoryBytes;
+    return this.dormant ? this.dormant.machine.memoryBytes : this.machine.memoryBytes;
   }
 
   get alive(): boolean {
@@ -285,6 +358,10 @@ export class Sandbox implements Disposable {
    */
   private guard(run: () => { ok: true; value: number } | { ok: false; error: number }, what: string): number {
     this.assertUsable();
+    const m = this.machine; // wakes a sleeping sandbox
+    live.delete(this);
+    live.set(this, true); // most recently used
+    void m;
     this.interrupted = false;
     this.deadline = performance.now() + this.limits.callTimeoutMs;
     let result: { ok: true; value: number } | { ok: false; error: number };
@@ -327,6 +404,7 @@ export class Sandbox implements Disposable {
 
   private poison(fault: SandboxFault): SandboxFault {
     this.poisoned ??= fault;
+    live.delete(this);
     return fault;
   }
 
@@ -334,8 +412,11 @@ export class Sandbox implements Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    if (this.poisoned || !this.machine) return;
-    recycle(this.machine.release());
+    live.delete(this);
+    this.dormant = null;
+    if (this.poisoned || !this.awake) return;
+    recycle(this.awake.release());
+    this.awake = null;
   }
 
   [Symbol.dispose](): void {

@@ -221,3 +221,39 @@ describe("runtime: snapshot, fork and restore ops", () => {
     expect(rt.stats().snapshots).toBe(before - 2);
   });
 });
+
+describe("dormant sandboxes", () => {
+  test("beyond the live limit, sandboxes sleep as images and wake exactly where they were", async () => {
+    const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
+    setMaxLiveSandboxes(3);
+    try {
+      const bundle = polluterBundle();
+      const eps: Episode[] = [];
+      for (let i = 0; i < 8; i++) {
+        const e = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `d${i}` });
+        await e.reset();
+        await e.step({ name: "add", arguments: { id: `x${i}` } });
+        eps.push(e);
+      }
+      expect(pooledInstances().live).toBeLessThanOrEqual(3);
+      // every episode, woken in turn, goes on from its own state, RNG and clock
+      const twin = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: 5, episodeId: "twin" });
+      await twin.reset();
+      await twin.step({ name: "add", arguments: { id: "x5" } });
+      const want = content(await twin.step({ name: "probe", arguments: {} }));
+      for (const [i, e] of eps.entries()) {
+        const got = JSON.parse(content(await e.step({ name: "probe", arguments: {} })));
+        expect(got.n).toBe(1);
+        if (i === 5) expect(JSON.stringify(got)).toBe(want);
+        expect(JSON.parse(e.stateJson()).items[`x${i}`]).toEqual({ n: 0, tags: ["new"] });
+      }
+      // a sleeping episode forks and snapshots like an awake one
+      const f = await eps[0]!.fork("f0");
+      expect(JSON.parse(f.stateJson()).items.x0).toEqual({ n: 0, tags: ["new"] });
+      for (const e of [...eps, twin, f]) e.close();
+      expect(pooledInstances().live).toBe(0);
+    } finally {
+      setMaxLiveSandboxes(256);
+    }
+  });
+});
