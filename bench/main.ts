@@ -34,9 +34,18 @@ const raw: Record<string, unknown> = {};
 function python(): string {
   const py = join(ROOT, ".venv", "bin", "python");
   if (!existsSync(py)) execFileSync("python3", ["-m", "venv", join(ROOT, ".venv")], { stdio: "inherit" });
-  // the peer (OpenEnv) goes into the bench's own venv, pinned; nothing else uses it
-  execFileSync(py, ["-m", "pip", "install", "-q", "pyzmq", "msgpack", OPENENV_CORE], { stdio: "inherit" });
+  execFileSync(py, ["-m", "pip", "install", "-q", "pyzmq", "msgpack"], { stdio: "inherit" });
   return py;
+}
+
+/** The peer (OpenEnv) goes into the bench's own venv, pinned; nothing else uses it. Null when it installed; else why not. */
+function installPeer(py: string): string | null {
+  try {
+    execFileSync(py, ["-m", "pip", "install", "-q", OPENENV_CORE], { stdio: ["ignore", "inherit", "pipe"] });
+    return null;
+  } catch (e) {
+    return ((e as { stderr?: Buffer }).stderr?.toString() ?? String(e)).trim().split("\n").at(-1) ?? "pip failed";
+  }
 }
 
 /** Runs the Python load generator; asynchronously, because the echo floor lives in this process's event loop. */
@@ -276,6 +285,11 @@ async function synthThroughput(): Promise<void> {
 /** The sections, in the order they run; `--only peer,wire` runs some of them (and leaves README and results.* alone). */
 const SECTIONS: Record<string, (py: string) => Promise<void>> = {
   peer: async (py) => {
+    const missing = installPeer(py);
+    if (missing) {
+      rows.push({ what: "OpenEnv reference rows", ours: "—", peer: `n/a: ${OPENENV_CORE} could not be installed (${missing})`, reference: "—", ratio: "—", target: "—", met: null });
+      return;
+    }
     const r = await openEnvRows({ root: ROOT, py, quick, echo: echoServer, logger: silent });
     rows.push(...r.rows);
     raw.openenv = r.raw;

@@ -90,6 +90,7 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
   const oursPid = sup.pids()[0]!;
   const oe = await startOpenEnv(o.root, o.py);
   const at: Record<Sys, string> = { ours, openenv: oe.url };
+  const pid: Record<Sys, number> = { ours: oursPid, openenv: oe.pid };
   try {
     // the two serve the same logic: every tool result of the same calls must be equal
     const check = await peer(o, ["verify", "--ours", ours, "--openenv", oe.url]);
@@ -102,11 +103,11 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
     // memory first, on fresh servers: later rows free memory the allocator then reuses
     const mem: Record<Sys, number> = { ours: 0, openenv: 0 };
     for (const sys of ["ours", "openenv"] as const) {
-      mem[sys] = (await peer(o, ["memory", "--system", sys, "--endpoint", at[sys], "--sessions", String(live), "--server-pid", String(sys === "ours" ? oursPid : oe.pid)])).bytes_per_session!;
+      mem[sys] = (await peer(o, ["memory", "--system", sys, "--endpoint", at[sys], "--sessions", String(live), "--server-pid", String(pid[sys])])).bytes_per_session!;
     }
     raw.memory = { sessions: live, bytes_per_session: mem };
 
-    const m = { rtt: { ours: [] as number[], openenv: [] as number[] }, p99: { ours: [] as number[], openenv: [] as number[] }, pipe: { ours: [] as number[], openenv: [] as number[] }, reset: { ours: [] as number[], openenv: [] as number[] }, burst: { ours: [] as number[], openenv: [] as number[] }, early: { ours: [] as number[], openenv: [] as number[] }, late: { ours: [] as number[], openenv: [] as number[] } };
+    const m = { cpu: { ours: [] as number[], openenv: [] as number[] }, rtt: { ours: [] as number[], openenv: [] as number[] }, p99: { ours: [] as number[], openenv: [] as number[] }, pipe: { ours: [] as number[], openenv: [] as number[] }, reset: { ours: [] as number[], openenv: [] as number[] }, burst: { ours: [] as number[], openenv: [] as number[] }, early: { ours: [] as number[], openenv: [] as number[] }, late: { ours: [] as number[], openenv: [] as number[] } };
     const floor = { rtt: [] as number[], pipe: [] as number[] };
     let replyBytes = 0;
     for (let rep = 0; rep < reps; rep++) {
@@ -125,7 +126,11 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
       } finally {
         echo.close();
       }
-      for (const sys of order) m.pipe[sys].push((await peer(o, ["pipe", "--system", sys, "--endpoint", at[sys], "--sessions", "64", "--seconds", seconds])).steps_per_s!);
+      for (const sys of order) {
+        const r = await peer(o, ["pipe", "--system", sys, "--endpoint", at[sys], "--sessions", "64", "--seconds", seconds, "--server-pid", String(pid[sys])]);
+        m.pipe[sys].push(r.steps_per_s!);
+        m.cpu[sys].push(r.server_cpu_us_per_step!);
+      }
       for (const sys of order) m.reset[sys].push((await peer(o, ["reset", "--system", sys, "--endpoint", at[sys], "--n", String(resets)])).p50_ms!);
       for (const sys of order) m.burst[sys].push((await peer(o, ["burst", "--system", sys, "--endpoint", at[sys], "--sessions", String(burst)])).resets_per_s!);
       for (const sys of order) {
@@ -152,6 +157,12 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
       ours: spread(m.pipe.ours, 0), peer: spread(m.pipe.openenv, 0), reference: `${spread(floor.pipe, 0)} msgs/s echo`,
       ratio: `${versus(pipe, md("pipe", "openenv"), true)} than OpenEnv; ${versus(pipe, median(floor.pipe), true)} than the floor`,
       target: "≥ 1.5× OpenEnv's rate", met: pipe >= 1.5 * md("pipe", "openenv"),
+    });
+    const cpu = md("cpu", "ours");
+    rows.push({
+      what: "server CPU per step at 64 sessions (all threads of the replica / of the uvicorn process)",
+      ours: `${spread(m.cpu.ours, 0)} µs`, peer: `${spread(m.cpu.openenv, 0)} µs`, reference: "—",
+      ratio: `${versus(cpu, md("cpu", "openenv"), false, ["less", "more"])} than OpenEnv`, target: "—", met: null,
     });
     const reset = md("reset", "ours");
     rows.push({

@@ -11,11 +11,13 @@ Modes (--system ours|openenv):
   reset    1 session reset N times in place: p50 in milliseconds
   burst    S open sessions all reset at once: resets/s
   memory   S live sessions: the server process's RSS growth per session (--server-pid)
+  (pipe with --server-pid also reports the server process's CPU time per step)
   long     1 session, L steps cycling checkout/get_member/return/search: p50 at step ~10 vs ~L
 """
 import argparse
 import asyncio
 import json
+import os
 import time
 
 import msgpack
@@ -46,6 +48,15 @@ def long_action(i, last_loan):
 def pct(xs, p):
     s = sorted(xs)
     return s[min(len(s) - 1, int(len(s) * p))]
+
+
+def cpu_s(pid):
+    """User + system CPU seconds the process (all its threads) has used."""
+    if not pid:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss(pid):
@@ -114,9 +125,10 @@ class Ours:
         for _ in sids:
             self.recv()
 
-    def pipe(self, sessions, seconds):
+    def pipe(self, sessions, seconds, pid=None):
         sids = self.open_many(sessions)
         by_id, done = {}, 0
+        c0 = cpu_s(pid)
         for i, sid in enumerate(sids):
             by_id[self.send("step", session_id=sid, action=READS[0])] = (i, 1)
         t0 = time.perf_counter()
@@ -135,10 +147,11 @@ class Ours:
                 done += 1
                 by_id[self.send("step", session_id=sids[i], action=READS[k % 4])] = (i, k + 1)
         el = time.perf_counter() - t0
+        c1 = cpu_s(pid)
         for _ in by_id:
             self.recv()
         self.close_many(sids)
-        return done / el
+        return done / el, (c1 - c0) / done
 
 
 # ---------------------------------------------------------------- OpenEnv (its WebSocket protocol)
@@ -200,9 +213,10 @@ async def oe_close(conns):
         await ws.close()
 
 
-async def oe_pipe(url, scenario, sessions, seconds):
+async def oe_pipe(url, scenario, sessions, seconds, pid=None):
     conns = await oe_open(url, scenario, sessions)
     done = 0
+    c0 = cpu_s(pid)
     stop = time.perf_counter() + seconds
 
     async def loop(ws):
@@ -217,8 +231,9 @@ async def oe_pipe(url, scenario, sessions, seconds):
     t0 = time.perf_counter()
     await asyncio.gather(*(loop(ws) for ws in conns))
     el = time.perf_counter() - t0
+    c1 = cpu_s(pid)
     await oe_close(conns)
-    return done / el
+    return done / el, (c1 - c0) / done
 
 
 async def oe_burst(url, scenario, sessions):
@@ -360,7 +375,8 @@ def main():
             out.update(run_long(step, a.steps))
         close()
     elif a.mode == "pipe":
-        out["steps_per_s"] = Ours(a.endpoint, a.scenario).pipe(a.sessions, a.seconds) if ours else asyncio.run(oe_pipe(a.endpoint, a.scenario, a.sessions, a.seconds))
+        rate, cpu = Ours(a.endpoint, a.scenario).pipe(a.sessions, a.seconds, a.server_pid) if ours else asyncio.run(oe_pipe(a.endpoint, a.scenario, a.sessions, a.seconds, a.server_pid))
+        out.update(steps_per_s=rate, server_cpu_us_per_step=cpu * 1e6 if a.server_pid else None)
     elif a.mode == "burst":
         if ours:
             o = Ours(a.endpoint, a.scenario)

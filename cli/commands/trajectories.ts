@@ -48,7 +48,11 @@ export const replayCommand: CommandModule<object, ReplayArgs> = {
     else
       for (const r of results) {
         const mark = !r.ok ? "✗" : r.complete ? "✓" : "◐";
-        const cut = r.complete ? "" : ` — incomplete: the recording stops after step ${r.steps} with no end (the server was stopped mid-episode); replayed up to its last record`;
+        const cut = r.complete
+          ? ""
+          : r.ok
+            ? ` — incomplete: the recording stops after step ${r.steps} with no end (the server was stopped mid-episode, or it is still running); replayed up to its last record`
+            : " — incomplete: the recording has no end";
         console.log(`${mark} ${r.episode_id} (${r.scenario_id}, ${r.steps} steps)${cut}${r.changed.length ? ` — changed since recording: ${r.changed.join(", ")}` : ""}`);
         if (r.divergence) {
           const d = r.divergence;
