@@ -133,7 +133,7 @@ test("kill -9 a bridge mid-run: every finished episode is on disk and replays", 
   const cli = await run("npx", ["tsx", CLI, "replay", join(dir, "rec", files.sort()[0]!), "--envs", FIXTURES]);
   expect(cli.stdout).toMatch(/◐ .* incomplete: the recording stops after step 1/);
   expect(cli.stdout).toMatch(/3\/4 episodes replayed exactly; 1 incomplete \(matched up to their last record\)/);
-});
+}, 120_000);
 
 test("SFT export: OpenAI chat messages with tool calls, filters, and a round trip through the CLI", async () => {
   const dir = tmp();
@@ -234,7 +234,7 @@ test("every file starts with a format header; foreign, newer and empty files are
     expect(r.stderr, f).toMatch(message);
     expect(r.stdout, f).not.toMatch(/replayed/);
   }
-});
+}, 240_000); // six CLI runs
 
 test("an older file without a header is read as the unversioned format, says so, and replays", async () => {
   const dir = tmp();
@@ -250,7 +250,7 @@ test("an older file without a header is read as the unversioned format, says so,
   expect(r.code).toBe(0);
   expect(r.stderr).toMatch(/no format header: read as a file of the earlier, unversioned format/);
   expect(r.stdout).toMatch(/3\/3 episodes replayed exactly/);
-});
+}, 120_000);
 
 test("an episode cut before its end is incomplete, replays up to its last record, and a malformed record is skipped, not a TypeError", async () => {
   const dir = tmp();
@@ -273,7 +273,7 @@ test("an episode cut before its end is incomplete, replays up to its last record
   expect(r.stdout).not.toMatch(/✓ ep-solved/);
   expect(r.stdout).toMatch(/2\/3 episodes replayed exactly; 1 incomplete/);
   expect(r.stderr).toMatch(/skipped: malformed episode_start record/);
-});
+}, 120_000);
 
 // ---------------------------------------------------------------- recording fails closed
 
