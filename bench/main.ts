@@ -31,9 +31,11 @@ const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
 
 
+/** The bench's own venv (bench/.venv): the peer's many dependencies stay out of the test venv. */
 function python(): string {
-  const py = join(ROOT, ".venv", "bin", "python");
-  if (!existsSync(py)) execFileSync("python3", ["-m", "venv", join(ROOT, ".venv")], { stdio: "inherit" });
+  const venv = join(ROOT, "bench", ".venv");
+  const py = join(venv, "bin", "python");
+  if (!existsSync(py)) execFileSync("python3", ["-m", "venv", venv], { stdio: "inherit" });
   execFileSync(py, ["-m", "pip", "install", "-q", "pyzmq", "msgpack"], { stdio: "inherit" });
   return py;
 }
