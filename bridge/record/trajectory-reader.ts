@@ -156,6 +156,7 @@ export function readTrajectories(path: string): TrajectoryFile {
   const text = readFileSync(path, "utf8");
   const lines = text.split("\n");
   const torn = !text.endsWith("\n") && text.length > 0;
+  if (torn && lines.length === 1) throw new TrajectoryFormatError(`${path} holds no whole record: the writer was stopped while writing its first line`);
   const format = formatOf(path, lines.find((l) => l !== ""));
   const skipped: TrajectoryFile["skipped"] = [];
   const byId = new Map<string, RecordedEpisode>();

@@ -217,6 +217,8 @@ test("every file starts with a format header; foreign, newer and empty files are
   writeFileSync(other, encodeRecord({ t: "header", format: "someone-else/v1" }));
   const empty = join(dir, "empty.jsonl");
   writeFileSync(empty, "");
+  const tornHeader = join(dir, "torn.jsonl");
+  writeFileSync(tornHeader, encodeRecord({ t: "header", format: TRAJECTORY_FORMAT }).slice(0, 20));
   const checksummedButNotOurs = join(dir, "odd.jsonl");
   writeFileSync(checksummedButNotOurs, encodeRecord({ kind: "metric", value: 3 }));
 
@@ -225,6 +227,7 @@ test("every file starts with a format header; foreign, newer and empty files are
     [foreign, /not an envscaler trajectory file: its first line is not a checksummed record/],
     [other, /format "someone-else\/v1"/],
     [empty, /is empty/],
+    [tornHeader, /holds no whole record/],
     [checksummedButNotOurs, /neither a format header nor an episode record/],
     [join(dir, "missing.jsonl"), /ENOENT/],
   ];
@@ -234,7 +237,7 @@ test("every file starts with a format header; foreign, newer and empty files are
     expect(r.stderr, f).toMatch(message);
     expect(r.stdout, f).not.toMatch(/replayed/);
   }
-}, 240_000); // six CLI runs
+}, 240_000); // seven CLI runs
 
 test("an older file without a header is read as the unversioned format, says so, and replays", async () => {
   const dir = tmp();
