@@ -281,7 +281,7 @@ def verify(ours_ep, oe_url, scenario):
     """Same calls on both, every tool result compared (as parsed JSON: 23 and 23.0 are equal)."""
     from openenv_library import LibraryAction, LibraryClient
 
-    with open(__import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..", "envs", "library", "scenarios.json")) as f:
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "envs", "library", "scenarios.json")) as f:
         ref = next(s for s in json.load(f) if s["id"] == scenario)["reference_actions"]
     seqs = [ref, READS * 2]
     o = Ours(ours_ep, scenario)
