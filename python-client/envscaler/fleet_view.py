@@ -2,7 +2,7 @@
 
 No Ray here (the core package never imports it): a view pulls snapshots from a *source*, a
 callable ``source(since_version)`` returning ``(version, replicas, client_keys)`` or ``None``
-when nothing changed since ``since_version``. ``envscaler.ray`` supplies a source that asks the
+when nothing changed since ``since_version`` (versions are opaque, compared for equality). ``envscaler.ray`` supplies a source that asks the
 fleet's registry actor; a fixed list works too (``FleetView.static``).
 
 A replica entry is a dict with at least ``uid`` (one serve process: a restarted process gets a
@@ -27,7 +27,7 @@ from .protocol import BridgeTimeout, SessionLost
 
 __all__ = ["FleetView", "FleetSource", "as_fleet_view", "lost_error"]
 
-FleetSource = Callable[[int | None], "tuple[int, list[dict[str, Any]], Mapping[str, str] | None] | None"]
+FleetSource = Callable[[Any], "tuple[Any, list[dict[str, Any]], Mapping[str, str] | None] | None"]
 T = TypeVar("T")
 
 
@@ -50,7 +50,8 @@ class FleetView:
         self.refresh_interval = float(refresh_interval)
         self.timeout = float(timeout)
         self.name = name
-        self.version: int | None = None
+        self.version: Any = None
+        self.refresh_errors = 0  # snapshots the source failed to give (e.g. registry restarting)
         self.replicas: dict[str, dict[str, Any]] = {}
         self.client_keys: dict[str, str] | None = None
         self.placed: Counter[str] = Counter()
@@ -76,7 +77,15 @@ class FleetView:
             if not force and now - self._last < self.refresh_interval:
                 return False
             self._last = now
-            snap = self._source(self.version)
+            try:
+                snap = self._source(self.version)
+            except Exception:
+                # the registry is briefly unreachable (restarting after its node died): keep the
+                # last picture; a replica that died meanwhile still fails its requests by timeout
+                if self.version is None:
+                    raise
+                self.refresh_errors += 1
+                return False
             if snap is None:
                 return False
             version, replicas, keys = snap

@@ -124,8 +124,14 @@ class EnvFleet:
                 name=name,
                 namespace=self.namespace,
                 num_cpus=0,
-                # on the driver's node, which is up as long as the job that uses the fleet
-                scheduling_strategy=NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True),
+                # on the driver's node, which lives as long as the job using the fleet (a soft
+                # affinity was seen to land elsewhere, and then losing that node stalls every
+                # client until Ray notices the death, ~15 s). A detached fleet outlives its
+                # driver: its registry may go anywhere and is restarted if its node dies (the
+                # agents' next heartbeats fill it again; the keys are in its creation arguments)
+                scheduling_strategy=NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=detached),
+                max_restarts=-1,
+                max_task_retries=2,
                 **lifetime,
             )
             .remote(self.namespace, {"client_public_key": self._client_public_key, "client_secret_key": secret.decode("ascii")}, ttl_s)
@@ -133,6 +139,8 @@ class EnvFleet:
         del secret
         self.agents: dict[str, dict[str, Any]] = {}  # node_id -> {"handle", "agent", "ready"}
         self.agents_started = 0
+        self._cooldown: dict[str, float] = {}
+        self.events: list[dict[str, Any]] = []  # what the reconciler did, for stats() and debugging
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._reconciler: threading.Thread | None = None
@@ -170,11 +178,13 @@ class EnvFleet:
         )
         self.agents[node_id] = {"handle": handle, "agent": agent_id, "ready": handle.ready.remote(self.startup_timeout), "cpus": cpus}
         self.agents_started += 1
+        self.events.append({"at": time.time(), "event": "agent started", "node_id": node_id, "agent": agent_id})
 
     def _forget(self, node_id: str, reason: str) -> None:
         a = self.agents.pop(node_id, None)
         if a is None:
             return
+        self.events.append({"at": time.time(), "event": "agent forgotten", "node_id": node_id, "agent": a["agent"], "reason": reason})
         self.registry.withdraw.remote(a["agent"], reason)
         try:
             ray.kill(a["handle"], no_restart=True)
@@ -198,13 +208,16 @@ class EnvFleet:
             for node_id, ref in pings.items():
                 try:
                     ray.get(ref, timeout=10)
-                except ray.exceptions.GetTimeoutError:
-                    pass  # busy or still being placed: next round
+                except (ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError):
+                    pass  # busy, being placed, or briefly unreachable: next round
                 except ray.exceptions.RayError:
                     self._forget(node_id, "its agent died")
                     forgotten.append(node_id)
+                    # an agent dies first when its node dies, before Ray marks the node dead:
+                    # wait a little before replacing it, so as not to place one on a dying node
+                    self._cooldown[node_id] = time.monotonic() + max(5.0, 3 * self.reconcile_s)
             for node_id, node in wanted.items():
-                if node_id not in self.agents:
+                if node_id not in self.agents and time.monotonic() >= self._cooldown.get(node_id, 0.0):
                     self._start_agent(node)
                     started.append(node_id)
             return {"started": started, "forgotten": forgotten}
@@ -284,6 +297,7 @@ class EnvFleet:
             "sessions": sum(n.get("sessions", 0) for n in per_node),
             "replicas": sum(len(n.get("replicas", [])) for n in per_node),
             "agents_started": self.agents_started,
+            "events": list(self.events),
             "withdrawn": ray.get(self.registry.history.remote()),
         }
 

@@ -51,56 +51,69 @@ class NodeAgent:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self._children_stopped = threading.Event()
         self._watchdog = threading.Thread(target=self._run, name="envscaler-agent-watchdog", daemon=True)
         self._watchdog.start()
 
     # ------------------------------------------------------------------ the watchdog thread
 
     def _run(self) -> None:
+        try:
+            self._tend()
+        finally:
+            # this thread forked the children: if it ended now, PR_SET_PDEATHSIG would SIGKILL
+            # serve before shutdown() stops it gracefully, orphaning serve's replica process
+            self._children_stopped.wait()
+
+    def _tend(self) -> None:
         interval = float(self.config.get("heartbeat_s", 1.0))
         timeout = float(self.config.get("startup_timeout", 120))
         backoff = [0.0] * len(self.replicas)
         next_try = [0.0] * len(self.replicas)
         misses = [0] * len(self.replicas)
-        for r in self.replicas:
-            try:
-                r.start(timeout)
-            except Exception as e:  # noqa: BLE001 (reported through ready() and stats())
-                self.failures.append(f"replica {r.index}: {e}")
+        with self._lock:
+            for r in self.replicas:
+                if self._stop.is_set():
+                    return
+                try:
+                    r.start(timeout)
+                except Exception as e:  # noqa: BLE001 (reported through ready() and stats())
+                    self.failures.append(f"replica {r.index}: {e}")
         self._ready.set()
         self._publish()
         while not self._stop.wait(interval):
             for i, r in enumerate(self.replicas):
-                if self._stop.is_set():
-                    return
-                if r.alive():
-                    try:
-                        r.stats(timeout=min(2.0, interval * 2))
-                        misses[i] = 0
-                        continue
-                    except BridgeError:
-                        misses[i] += 1
-                        if misses[i] < 3:
+                # under the lock: shutdown() stops the replicas while no restart is half done
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                    if r.alive():
+                        try:
+                            r.stats(timeout=min(2.0, interval * 2))
+                            misses[i] = 0
                             continue
-                        r.kill()  # alive but deaf three times running: treat it as dead
-                # dead (or just killed): withdraw it now, restart it with backoff
-                now = time.monotonic()
-                if r.uid is not None:
-                    r.uid = None
-                    self._publish()
-                    # exponential backoff for a replica that keeps dying; one that lived a minute starts over
-                    backoff[i] = 0.2 if now - r.started_at > 60 else min(10.0, backoff[i] * 2 or 0.2)
-                    next_try[i] = now + backoff[i]
-                if now < next_try[i]:
-                    continue
-                try:
-                    with self._lock:
+                        except BridgeError:
+                            misses[i] += 1
+                            if misses[i] < 3:
+                                continue
+                            r.kill()  # alive but deaf three times running: treat it as dead
+                    # dead (or just killed): withdraw it now, restart it with backoff
+                    now = time.monotonic()
+                    if r.uid is not None:
+                        r.uid = None
+                        self._publish()
+                        # exponential backoff for a replica that keeps dying; one that lived a minute starts over
+                        backoff[i] = 0.2 if now - r.started_at > 60 else min(10.0, backoff[i] * 2 or 0.2)
+                        next_try[i] = now + backoff[i]
+                    if now < next_try[i]:
+                        continue
+                    try:
                         self.restarts[i] += 1
-                    r.start(timeout)
-                    misses[i] = 0
-                except Exception as e:  # noqa: BLE001
-                    self.failures.append(f"replica {i} restart: {e}")
-                    next_try[i] = time.monotonic() + backoff[i]
+                        r.start(timeout)
+                        misses[i] = 0
+                    except Exception as e:  # noqa: BLE001
+                        self.failures.append(f"replica {i} restart: {e}")
+                        next_try[i] = time.monotonic() + backoff[i]
             self._publish()
 
     def _publish(self) -> None:
@@ -130,6 +143,7 @@ class NodeAgent:
             "host": self.host,
             "pid": os.getpid(),
             "workdir": self.workdir,
+            "watchdog_alive": self._watchdog.is_alive(),
             "replicas": [dict(r.entry(), pids=r.pids(), alive=r.alive(), log=r.log_path) for r in self.replicas],
         }
 
@@ -161,14 +175,19 @@ class NodeAgent:
         return {r.index: r.log_tail(lines) for r in self.replicas if replica is None or r.index == replica}
 
     def shutdown(self, timeout: float = 15.0) -> None:
-        """Stops the watchdog, withdraws the endpoints, stops every replica (SIGTERM, then SIGKILL)."""
+        """Withdraws the endpoints, stops every replica (SIGTERM, then SIGKILL), then the watchdog.
+
+        In that order: the children die by PR_SET_PDEATHSIG when the watchdog thread that
+        started them ends, so ending it first would SIGKILL serve and orphan its replica."""
         self._stop.set()
-        self._watchdog.join(timeout)
         try:
-            ray.get(self.registry.withdraw.remote(self.agent_id), timeout=5)
+            ray.get(self.registry.withdraw.remote(self.agent_id, "shut down"), timeout=5)
         except Exception:  # noqa: BLE001 (registry already gone)
             pass
-        for r in self.replicas:
-            r.stop(timeout)
+        with self._lock:
+            for r in self.replicas:
+                r.stop(timeout)
+        self._children_stopped.set()
+        self._watchdog.join(timeout)
         shutil.rmtree(self.secrets, ignore_errors=True)
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -15,6 +15,7 @@ the keys from leaking to other jobs by accident, and the keys never touch a disk
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 __all__ = ["FleetRegistry", "REGISTRY_NAME"]
@@ -27,9 +28,16 @@ class FleetRegistry:
         self.namespace = namespace
         self._keys = dict(client_keys)
         self.ttl_s = float(ttl_s)
-        self.version = 0
+        # the registry is restarted elsewhere if its node dies: a fresh epoch keeps a client's old
+        # version from matching the new registry's before the agents have heartbeated it full again
+        self._epoch = uuid.uuid4().hex[:8]
+        self._n = 0
         self._agents: dict[str, dict[str, Any]] = {}
         self.withdrawn: list[dict[str, Any]] = []  # (agent, reason, when): for stats and tests
+
+    @property
+    def version(self) -> str:
+        return f"{self._epoch}:{self._n}"
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -40,22 +48,22 @@ class FleetRegistry:
     def _drop(self, agent: str, reason: str) -> None:
         a = self._agents.pop(agent, None)
         if a is not None:
-            self.version += 1
+            self._n += 1
             self.withdrawn.append({"agent": agent, "node_id": a["node_id"], "reason": reason, "replicas": [r["uid"] for r in a["replicas"]], "at": time.time()})
 
-    def heartbeat(self, agent: str, node_id: str, replicas: list[dict[str, Any]]) -> int:
+    def heartbeat(self, agent: str, node_id: str, replicas: list[dict[str, Any]]) -> str:
         self._expire()
         old = self._agents.get(agent)
         if old is None or [r["uid"] for r in old["replicas"]] != [r["uid"] for r in replicas]:
-            self.version += 1
+            self._n += 1
         self._agents[agent] = {"node_id": node_id, "replicas": list(replicas), "seen": time.monotonic()}
         return self.version
 
-    def withdraw(self, agent: str, reason: str = "withdrawn") -> int:
+    def withdraw(self, agent: str, reason: str = "withdrawn") -> str:
         self._drop(agent, reason)
         return self.version
 
-    def snapshot(self, since: int | None = None, namespace: str | None = None) -> tuple[int, list[dict[str, Any]], dict[str, str] | None] | None:
+    def snapshot(self, since: str | None = None, namespace: str | None = None) -> tuple[str, list[dict[str, Any]], dict[str, str] | None] | None:
         """``(version, replicas, client_keys)``, or None if the version is still ``since``.
         ``client_keys`` is None unless ``namespace`` is the registry's."""
         self._expire()
@@ -68,6 +76,11 @@ class FleetRegistry:
         self._expire()
         now = time.monotonic()
         return {k: {"node_id": a["node_id"], "replicas": len(a["replicas"]), "age_s": now - a["seen"]} for k, a in self._agents.items()}
+
+    def node_id(self) -> str:
+        import ray  # noqa: PLC0415 (the registry runs only as a Ray actor)
+
+        return ray.get_runtime_context().get_node_id()
 
     def history(self) -> list[dict[str, Any]]:
         return list(self.withdrawn)
