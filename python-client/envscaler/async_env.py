@@ -16,7 +16,7 @@ from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
 from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, episode_seed, error_observation, plain_action, reset_tuple, step_tuple
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
-from .protocol import BridgeError
+from .protocol import BridgeError, ShuttingDown
 
 __all__ = ["AsyncEnvScalerEnv"]
 
@@ -136,15 +136,17 @@ class AsyncEnvScalerEnv:
     async def _ending(self, request: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.fleet is None:
             return step_tuple(await request(), drop=("episode_id",))
+        self.fleet.refresh()
         try:
             if self.replica is None or not self.fleet.alive(self.replica):
                 raise lost_error(None, str(self.replica))
             return step_tuple(await self._call(request()), drop=("episode_id",))
-        except LOST_SESSION as e:
-            # the episode died with its replica (or node): it ends here; the next reset moves on
+        except (*LOST_SESSION, ShuttingDown) as e:
+            # the episode died with its replica (or node; a replica shutting down goes the same
+            # way): it ends here, and the next reset moves to a live replica
             self.session_id = None
-            info = {"error": {"code": e.code, "message": str(e)}}
-            return error_observation(e.code, str(e)), 0.0, False, True, info
+            info = {"error": {"code": "session_lost", "message": str(e)}}
+            return error_observation("session_lost", str(e)), 0.0, False, True, info
 
     def _live(self) -> str:
         if self._closed:

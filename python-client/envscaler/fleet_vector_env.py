@@ -8,7 +8,9 @@
   ends that sub-env truncated with ``info["error"]["code"] == "session_lost"`` as soon as the
   registry says so, not after the request timeout; every other sub-env steps on, and the lost
   one is autoreset on a live replica;
-- replicas that joined since the last refresh get new episodes.
+- replicas that joined since the last refresh get new episodes;
+- ``shutting_down`` from a replica (its serve is stopping) ends the episode as ``session_lost``
+  too: it cannot go on there.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from gymnasium.vector import AutoresetMode
 
 from .bridge_client import BridgeClient
 from .fleet_view import FleetView, as_fleet_view, discover_if_ray, lost_error
-from .protocol import BridgeError, SessionLost
+from .protocol import BridgeError, SessionLost, ShuttingDown
 from .spaces import AgentAction, AnyText, TextBatch
 from .vector_env import EnvScalerVectorEnv
 
@@ -131,10 +133,17 @@ class FleetVectorEnv(EnvScalerVectorEnv):
                 out.append(lost_error(self.fleet.replicas.get(uid), uid))
                 continue
             try:
-                out.append(self.fleet.wait(uid, lambda t, c=client, r=rid: c.collect(r, t, keep=True), timeout=self.timeout))
+                reply = self.fleet.wait(uid, lambda t, c=client, r=rid: c.collect(r, t, keep=True), timeout=self.timeout)
+                for entry in reply.get("results", ()):
+                    error = entry.get("error") if isinstance(entry, dict) else None
+                    if error and error.get("code") == "shutting_down":  # its replica is going away: so is the episode
+                        error["code"] = "session_lost"
+                out.append(reply)
             except SessionLost as e:
                 client.abandon(rid)
                 out.append(lost_error(self.fleet.replicas.get(uid), uid) if not self.fleet.alive(uid) else e)
+            except ShuttingDown as e:
+                out.append(SessionLost(str(e)))
             except BridgeError as e:
                 out.append(e)
         self._forget_withdrawn()
