@@ -277,6 +277,35 @@ def test_killed_replica_is_restarted_and_republished(fleet):
         vec.close()
 
 
+def test_killed_replica_process_inside_serve_is_restarted_in_place(fleet):
+    """kill -9 of the replica process itself: its serve restarts it on the same endpoint and key,
+    so the registry entry stays; the episodes it held end as session_lost (the bridge says so)."""
+    view = fleet.view(refresh_interval=0)
+    vec = EnvScalerVectorEnv(view, 2, scenario_ids=["notes-1"])
+    try:
+        vec.reset(seed=6)
+        uid = vec.replica_uid(0)
+        node = view.replicas[uid]["node_id"]
+        before = {n["node_id"]: n["restarts"] for n in fleet.stats()["nodes"]}
+        serve_pid, replica_pid = next(r["pids"] for r in _by_node(fleet)[node]["replicas"] if r["uid"] == uid)
+        os.kill(replica_pid, signal.SIGKILL)
+
+        def back():
+            d = next(r for r in _by_node(fleet)[node]["replicas"])
+            return d if d["uid"] == uid and len(d["pids"]) == 2 and d["pids"][1] != replica_pid else None
+
+        again = wait_for(back, 60, interval=0.3, what="serve to restart its replica process")
+        assert again["pids"][0] == serve_pid  # the same serve process, the same registry entry
+        view.refresh(force=True)
+        assert uid in view.replicas
+        obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)
+        assert tr[0] and info["error"]["code"][0] == "session_lost"
+        assert not tr[1]
+        wait_for(lambda: {n["node_id"]: n["restarts"] for n in fleet.stats()["nodes"]}[node] > before[node], 10, what="the restart in stats")
+    finally:
+        vec.close()
+
+
 def test_killed_agent_worker_leaves_no_orphans_and_is_replaced(fleet):
     before = _by_node(fleet)
     node, agent = next(iter(before.items()))
