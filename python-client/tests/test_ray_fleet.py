@@ -156,8 +156,13 @@ def test_no_secret_key_on_disk_or_in_a_command_line(fleet):
             for pid in rep["pids"]:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     assert secret.encode() not in f.read()
-        # serve's connection file (0600, holds serve's own client pair) is read and unlinked at once
-        for root in (d["workdir"],):
+        # serve's connection file (0600, holds serve's own client pair) is read and unlinked at
+        # once: what is left on tmpfs is the allow-list, our public key only
+        assert sorted(os.listdir(d["secrets"])) == ["allow"]
+        with open(os.path.join(d["secrets"], "allow"), encoding="ascii") as f:
+            assert f.read().split() == [fleet.view().client_keys["client_public_key"]]
+        assert os.stat(d["secrets"]).st_mode & 0o777 == 0o700
+        for root in (d["workdir"], d["secrets"]):
             for dirpath, _, files in os.walk(root):
                 for name in files:
                     with open(os.path.join(dirpath, name), "rb") as f:
@@ -301,7 +306,11 @@ def test_killed_replica_process_inside_serve_is_restarted_in_place(fleet):
         obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)
         assert tr[0] and info["error"]["code"][0] == "session_lost"
         assert not tr[1]
-        wait_for(lambda: {n["node_id"]: n["restarts"] for n in fleet.stats()["nodes"]}[node] > before[node], 10, what="the restart in stats")
+        try:
+            wait_for(lambda: {n["node_id"]: n["restarts"] for n in fleet.stats()["nodes"]}[node] > before[node], 30, what="the restart in stats")
+        except AssertionError:
+            print(before, fleet.stats(), fleet.logs())
+            raise
     finally:
         vec.close()
 

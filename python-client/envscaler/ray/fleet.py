@@ -37,7 +37,10 @@ class FleetHandle:
     name: str = REGISTRY_NAME
 
     def registry(self) -> Any:
-        return ray.get_actor(self.name, namespace=self.namespace)
+        try:
+            return ray.get_actor(self.name, namespace=self.namespace)
+        except ValueError:
+            raise ValueError(f"no envscaler fleet registry {self.name!r} in Ray namespace {self.namespace!r}: start one with envscaler.ray.start_fleet()") from None
 
     def view(self, timeout: float = 60.0, refresh_interval: float = 1.0) -> FleetView:
         registry = self.registry()
@@ -86,7 +89,6 @@ class EnvFleet:
         workers: int = 1,
         extra_args: Sequence[str] = (),
         command: str | Sequence[str] | None = None,
-        namespace: str | None = None,
         name: str = REGISTRY_NAME,
         heartbeat_s: float = 1.0,
         ttl_s: float = 3.0,
@@ -100,7 +102,8 @@ class EnvFleet:
         self.nodes = nodes
         self.cpus_per_replica = float(cpus_per_replica)
         self.replicas_per_node = int(replicas_per_node)
-        self.namespace = namespace or ray.get_runtime_context().namespace
+        # the driver's own: the registry hands its keys only to callers from its namespace
+        self.namespace = ray.get_runtime_context().namespace
         self.name = name
         self.reconcile_s = float(reconcile_s)
         self.startup_timeout = float(startup_timeout)

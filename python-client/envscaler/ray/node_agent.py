@@ -143,6 +143,7 @@ class NodeAgent:
             "host": self.host,
             "pid": os.getpid(),
             "workdir": self.workdir,
+            "secrets": self.secrets,
             "watchdog_alive": self._watchdog.is_alive(),
             "replicas": [dict(r.entry(), pids=r.pids(), alive=r.alive(), log=r.log_path) for r in self.replicas],
         }
