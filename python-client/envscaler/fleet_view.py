@@ -56,7 +56,7 @@ class FleetView:
         self.client_keys: dict[str, str] | None = None
         self.placed: Counter[str] = Counter()
         self._clients: dict[str, BridgeClient] = {}
-        self._async_clients: dict[str, AsyncBridgeClient] = {}
+        self._async_clients: dict[tuple[str, int], AsyncBridgeClient] = {}
         self._last = 0.0
         self._lock = threading.RLock()
         self._rng = random.Random()
@@ -129,11 +129,13 @@ class FleetView:
             return c
 
     def async_client(self, uid: str) -> AsyncBridgeClient:
-        """The (cached) asyncio client of replica ``uid``; use the view from one event loop."""
+        """The (cached) asyncio client of replica ``uid`` for the running event loop (an asyncio
+        socket belongs to the loop that reads it)."""
+        key = (uid, id(asyncio.get_running_loop()))
         with self._lock:
-            c = self._async_clients.get(uid)
+            c = self._async_clients.get(key)
             if c is None or c.closed:
-                c = self._async_clients[uid] = AsyncBridgeClient(self.replicas[uid]["endpoint"], timeout=self.timeout, curve=self.curve_for(uid))
+                c = self._async_clients[key] = AsyncBridgeClient(self.replicas[uid]["endpoint"], timeout=self.timeout, curve=self.curve_for(uid))
             return c
 
     def wait(self, uid: str, collect: Callable[[float], T], timeout: float | None = None, slice_s: float = 0.5) -> T:
@@ -168,9 +170,10 @@ class FleetView:
                 task.cancel()
 
     async def aclose(self) -> None:
-        for c in list(self._async_clients.values()):
-            await c.close()
-        self._async_clients.clear()
+        """Closes the asyncio clients of the running loop."""
+        loop = id(asyncio.get_running_loop())
+        for key in [k for k in self._async_clients if k[1] == loop]:
+            await self._async_clients.pop(key).close()
 
     def close(self) -> None:
         with self._lock:

@@ -28,6 +28,10 @@ from .registry import REGISTRY_NAME, FleetRegistry
 __all__ = ["EnvFleet", "FleetHandle", "discover", "start_fleet"]
 
 
+_VIEWS: dict[tuple[str, str, float, float], FleetView] = {}
+_VIEWS_LOCK = threading.Lock()
+
+
 @dataclasses.dataclass(frozen=True)
 class FleetHandle:
     """What a Ray task or actor needs to use a fleet: picklable, and holds no keys (they come
@@ -42,12 +46,25 @@ class FleetHandle:
         except ValueError:
             raise ValueError(f"no envscaler fleet registry {self.name!r} in Ray namespace {self.namespace!r}: start one with envscaler.ray.start_fleet()") from None
 
-    def view(self, timeout: float = 60.0, refresh_interval: float = 1.0) -> FleetView:
-        registry = self.registry()
+    def view(self, timeout: float = 60.0, refresh_interval: float = 1.0, shared: bool = True) -> FleetView:
+        """The fleet as a FleetView. ``shared``: one view per process for the same fleet and
+        settings, so every env of the process counts the same placements (load spreading) and
+        async envs of one event loop share a socket per replica."""
+        key = (self.namespace, self.name, float(timeout), float(refresh_interval))
+        if shared:
+            with _VIEWS_LOCK:
+                if key in _VIEWS:
+                    return _VIEWS[key]
+        current = {"registry": self.registry()}
         mine = ray.get_runtime_context().namespace
 
-        def source(since: int | None) -> Any:
-            return ray.get(registry.snapshot.remote(since, mine), timeout=30)
+        def source(since: Any) -> Any:
+            try:
+                return ray.get(current["registry"].snapshot.remote(since, mine), timeout=30)
+            except ray.exceptions.ActorDiedError:
+                # that fleet was shut down; a new one may be registered under the same name
+                current["registry"] = self.registry()
+                return ray.get(current["registry"].snapshot.remote(None, mine), timeout=30)
 
         view = FleetView(source, refresh_interval=refresh_interval, timeout=timeout, name=f"fleet {self.namespace}/{self.name}")
         if view.replicas and not view.client_keys:
@@ -55,6 +72,9 @@ class FleetHandle:
                 f"the fleet registry {self.name!r} is in namespace {self.namespace!r}, this process in {mine!r}: "
                 "it hands out its client keys only in its own namespace (ray.init(namespace=...))"
             )
+        if shared:
+            with _VIEWS_LOCK:
+                view = _VIEWS.setdefault(key, view)
         return view
 
 
@@ -265,8 +285,8 @@ class EnvFleet:
         """A picklable handle for Ray tasks and actors: ``handle.view()`` there."""
         return FleetHandle(self.namespace, self.name)
 
-    def view(self, timeout: float = 60.0, refresh_interval: float = 1.0) -> FleetView:
-        return self.handle().view(timeout=timeout, refresh_interval=refresh_interval)
+    def view(self, timeout: float = 60.0, refresh_interval: float = 1.0, shared: bool = True) -> FleetView:
+        return self.handle().view(timeout=timeout, refresh_interval=refresh_interval, shared=shared)
 
     def endpoints(self) -> list[dict[str, Any]]:
         """The replicas the registry lists now (endpoint, node_id, uid, server public key, ...)."""
