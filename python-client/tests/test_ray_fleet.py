@@ -30,7 +30,7 @@ from ray.cluster_utils import Cluster  # noqa: E402
 
 import envscaler  # noqa: E402
 from envscaler import BridgeClient, BridgeTimeout, EnvScalerVectorEnv  # noqa: E402
-from envscaler.ray import REGISTRY_NAME, discover, start_fleet  # noqa: E402
+from envscaler.ray import REGISTRY_NAME, start_fleet  # noqa: E402
 
 from helpers import FINAL_REPLY, NOTES_ENVS, REFERENCE_ACTIONS, wait_for  # noqa: E402
 
