@@ -106,9 +106,12 @@ class BridgeClient:
                 raise
             return rid
 
-    def collect(self, rid: int, timeout: float | None = None) -> dict[str, Any]:
-        """Waits for the reply to request ``rid``; returns its ``result`` or raises its error."""
-        reply = self._wait(rid, self.timeout if timeout is None else timeout)
+    def collect(self, rid: int, timeout: float | None = None, keep: bool = False) -> dict[str, Any]:
+        """Waits for the reply to request ``rid``; returns its ``result`` or raises its error.
+
+        ``keep=True``: a timeout leaves the request pending, so it can be collected again later
+        (a fleet client waits in slices, checking between them that the replica still exists)."""
+        reply = self._wait(rid, self.timeout if timeout is None else timeout, keep)
         if reply.get("ok") is True:
             result = reply.get("result")
             return result if isinstance(result, dict) else {}
@@ -127,7 +130,7 @@ class BridgeClient:
         """
         return self.collect(self.submit(op, **fields), timeout)
 
-    def _wait(self, rid: int, timeout: float) -> dict[str, Any]:
+    def _wait(self, rid: int, timeout: float, keep: bool = False) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         with self._lock:
             if rid not in self._pending:
@@ -142,10 +145,16 @@ class BridgeClient:
                     self._read_available()
                 reply = self._pending[rid]
                 assert reply is not None
-                return reply
-            finally:
-                # collected or given up on: a late reply to this id is discarded from now on
                 self._pending.pop(rid, None)
+                return reply
+            except BridgeTimeout:
+                if not keep:
+                    self._pending.pop(rid, None)
+                raise
+            except BaseException:
+                # given up on: a late reply to this id is discarded from now on
+                self._pending.pop(rid, None)
+                raise
 
     def _read_available(self) -> None:
         while True:
