@@ -2,10 +2,14 @@
 
 /** h("div.card#x", {onclick, title}, child, "text", [children]) */
 export function h(spec, attrs, ...children) {
-  const [, tag = "div", id, cls] = /^([a-z0-9]+)?(?:#([\w-]+))?((?:\.[\w-]+)*)$/i.exec(spec) ?? [];
+  const tag = /^[a-z0-9]*/i.exec(spec)[0] || "div";
   const el = document.createElement(tag);
-  if (id) el.id = id;
-  if (cls) el.className = cls.slice(1).replace(/\./g, " ");
+  const classes = [];
+  for (const [, sigil, name] of spec.slice(tag.length).matchAll(/([#.])([\w-]+)/g)) {
+    if (sigil === "#") el.id = name;
+    else classes.push(name);
+  }
+  if (classes.length) el.className = classes.join(" ");
   if (attrs && (typeof attrs !== "object" || attrs instanceof Node || Array.isArray(attrs))) {
     children.unshift(attrs);
     attrs = null;

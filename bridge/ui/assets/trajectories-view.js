@@ -25,8 +25,8 @@ export class TrajectoriesView {
       this.status,
       h("div.traj-grid", this.table, this.viewer),
     );
-    root.addEventListener("keydown", (ev) => {
-      if (ev.target.matches("input, textarea, select")) return;
+    document.addEventListener("keydown", (ev) => {
+      if (root.hidden || ev.target.matches?.("input, textarea, select") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
       if (ev.key === "n" || ev.key === "ArrowRight") this.go(1);
       else if (ev.key === "p" || ev.key === "ArrowLeft") this.go(-1);
       else return;
