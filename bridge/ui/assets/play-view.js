@@ -150,6 +150,7 @@ export class PlayView {
   applyStep({ result, state, score }) {
     const info = result.info;
     this.ep.step = info.step;
+    this.ep.info.state_hash = info.state_hash;
     document.getElementById("step-count").textContent = `step ${info.step}`;
     this.transcript.append(observationMsg(result));
     this.transcript.lastElementChild.scrollIntoView({ block: "nearest" });
@@ -190,6 +191,7 @@ export class PlayView {
     clear(this.checks,
       h("div.score-line", h("span#live-reward.big", `${score.how === "copy" ? "would score" : "reward"} ${score.reward}`), h("span.muted", ` ${ri ? `${ri.passed}/${ri.total} passed · ${ri.mode}` : ""} · ${how}`)),
       ri?.no_checks ? h("p.muted", "This scenario has no checks: the reward is 0.") : null,
+      !ri ? h("p.muted", "No checks ran: the episode ended on an env fault, which scores 0.") : null,
       h("ul#checks.checklist", checks.map((c, i) => {
         const flipped = prev && prev[i] !== undefined && prev[i] !== c.passed;
         return h("li", { class: `${c.passed ? "pass" : "fail"}${flipped ? " flipped" : ""}` }, h("span.mark", c.passed ? "✓" : "✗"), " ", c.description, flipped ? h("span.flip", c.passed ? " now passes" : " now fails") : null, c.error ? h("div.check-error", c.error) : null);

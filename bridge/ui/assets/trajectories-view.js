@@ -137,7 +137,8 @@ export class TrajectoriesView {
     for (const el of doc.querySelectorAll(".ui-current")) el.classList.remove("ui-current");
     const els = this.pos === 0 ? [doc.querySelector(".msg")] : [...doc.querySelectorAll(`.msg[data-step="${this.pos}"]`)];
     for (const el of els) el?.classList.add("ui-current");
-    els[0]?.scrollIntoView({ block: "center" });
+    // scroll the framed page only: scrollIntoView would scroll this page too
+    if (els[0]) doc.defaultView.scrollTo({ top: Math.max(0, els[0].getBoundingClientRect().top + doc.defaultView.scrollY - 80) });
   }
 
   async replay() {
