@@ -1,5 +1,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -158,7 +160,7 @@ describe("play", () => {
     const idle = await UiServer.start({ envs: [FIXTURES], trajectories: join(dir, "none"), port: 0, idleMs: 300 });
     try {
       const e = (await (await fetch(new URL("/api/play/start", idle.url), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ page: "p", scenario_id: "notes-1", seed: 1 }) })).json()) as Json;
-      expect(idle.play.count()).toBe(1);
+      expect(e.episode_id).toEqual(expect.any(String));
       // nobody touches it: the sweeper closes it
       for (let i = 0; i < 100 && idle.play.count() > 0; i++) await new Promise((r) => setTimeout(r, 100));
       const res = await fetch(new URL(`/api/play/state?episode_id=${e.episode_id}`, idle.url));
@@ -285,4 +287,22 @@ describe("conversation scenarios with a simulated user", () => {
       await user.close();
     }
   });
+});
+
+test("`envscaler ui` takes a synth run folder for --envs, prints the URL as a JSON line, and stops on SIGTERM", async () => {
+  const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+  const child = spawn(process.execPath, ["--import", "tsx", cli, "ui", "--envs", join(dir, "run"), "--trajectories", join(dir, "traj"), "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d));
+    for (let i = 0; i < 300 && !out.includes("\n"); i++) await new Promise((r) => setTimeout(r, 100));
+    const url = (JSON.parse(out.split("\n")[0]!) as { ui: string }).ui;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const envs = (await (await fetch(new URL("/api/envs", url))).json()) as Json;
+    expect(envs.envs.map((e: Json) => [e.id, e.provenance.kind])).toEqual([["notes-v1", "synth"]]);
+  } finally {
+    child.kill("SIGTERM");
+  }
+  const [code] = await once(child, "exit");
+  expect(code).toBe(0);
 });
