@@ -5,6 +5,8 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { UiServer } from "../../bridge/ui/ui-server.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { FIXTURES } from "../helpers.js";
+import { OpenAIFixture } from "../openai-fixture.js";
 import { HOSTILE, makeSynthRun, recordEpisodes } from "../ui-fixtures.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -120,6 +122,11 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     await tab.click("#start");
     await tab.waitForSelector("#checks li.fail");
     expect(await tab.locator("#transcript .msg").count()).toBe(1);
+    // the page's episodes close with it
+    expect(ui.play.count()).toBeGreaterThan(0);
+    await tab.reload();
+    for (let i = 0; i < 100 && ui.play.count() > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(ui.play.count()).toBe(0);
   });
 
   test("trajectories: filter, open an episode, step through it, replay it, export SFT", async () => {
@@ -158,5 +165,39 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     await tab.click("#export-sft");
     expect((await download).suggestedFilename()).toBe("sft.jsonl");
     expect(await tab.textContent("#traj-status")).toMatch(/2 episodes exported/);
+  });
+
+  test("play a conversation: talk as the agent to the simulated user; the reward when the user stops", async () => {
+    const user = await OpenAIFixture.start(["# Reply:\nHi! How many notes do I have? I'm Carol, u3.", "# Reply:\nGreat, thanks. ###STOP###"]);
+    const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(ARTIFACTS, "none"), port: 0, user: { baseURL: user.baseURL, apiKey: "x", model: "m", maxRetries: 0 } });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    try {
+      await page.goto(`${conv.url}#play/notes-2`);
+      await page.waitForSelector("#scenario-select option[value=notes-2]", { state: "attached" });
+      expect(await page.inputValue("#scenario-select")).toBe("notes-2");
+      await page.click("#start");
+      await page.waitForSelector("#transcript .msg.user");
+      expect(await page.textContent("#transcript .msg.user")).toMatch(/How many notes do I have/);
+      expect(await page.textContent("#checks-panel")).toMatch(/Scored when the conversation ends/);
+      await page.selectOption("#tool-select", { label: "add_note" });
+      await page.fill('#tool-form-box [name="user_id"]', "u3");
+      await page.fill('#tool-form-box [name="title"]', "x");
+      await page.fill('#tool-form-box [name="body"]', "y");
+      await page.click("#tool-form-box button[type=submit]");
+      await page.waitForSelector("#diff li.op-add");
+      await page.fill("#raw-text", "You have 1 note. I added 'x'.");
+      await page.click("#send-raw");
+      await page.waitForSelector("#reward");
+      expect(await page.textContent("#reward")).toBe("reward 1");
+      expect(await page.textContent("#final")).toMatch(/user_stop/);
+      expect(await page.locator("#checks li.pass").count()).toBe(2);
+      const path = join(ARTIFACTS, "7-play-conversation.png");
+      await page.screenshot({ path });
+      expect(statSync(path).size).toBeGreaterThan(10_000);
+    } finally {
+      await page.close();
+      await conv.close();
+      await user.close();
+    }
   });
 });

@@ -209,7 +209,8 @@ export class PlayView {
 
   /** Closes this page's episodes when it goes away (the server also closes them when idle). */
   closeAll() {
-    navigator.sendBeacon?.("/api/play/close-page", new Blob([JSON.stringify({ page: PAGE })], { type: "application/json" }));
+    // keepalive lets the request outlive the page (sendBeacon cannot send application/json)
+    void fetch("/api/play/close-page", { method: "POST", keepalive: true, headers: { "content-type": "application/json" }, body: JSON.stringify({ page: PAGE }) }).catch(() => {});
   }
 }
 
