@@ -147,11 +147,4 @@ export class EnvCatalog {
       synth: provenance.kind === "synth" ? synthEvidence(b, provenance.run) : null,
     };
   }
-
-  /** The scenario's initial state (the default state with its overrides), for showing before an episode starts. */
-  initialState(scenarioId: string): unknown {
-    const found = this.registry.scenario(scenarioId);
-    if (!found) throw new ApiError(404, "unknown_scenario", `no scenario ${scenarioId}`);
-    return found.bundle.initialState(scenarioId);
-  }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -196,6 +196,18 @@ describe("trajectories", () => {
     expect((await call(`/api/trajectories/episode?file=${encodeURIComponent(file)}&id=nope`)).body.error.code).toBe("unknown_episode");
     // names are relative to the trajectories folder and stay inside it
     expect((await call(`/api/trajectories/episode?file=${encodeURIComponent("../../etc/passwd.jsonl")}&id=x`)).body.error.code).toBe("bad_request");
+  });
+
+  test("damaged lines are skipped with their file, line and reason; the rest is listed", async () => {
+    const text = readFileSync(join(dir, "traj", "run1", "t.jsonl"), "utf8");
+    writeFileSync(join(dir, "traj", "run1", "torn.jsonl"), text + text.split("\n")[1]!.slice(0, 40));
+    try {
+      const { body } = await call("/api/trajectories");
+      expect(body.skipped).toEqual([{ file: join("run1", "torn.jsonl"), line: text.split("\n").length, reason: expect.stringMatching(/torn tail/) }]);
+      expect(body.episodes.filter((e: Json) => e.file === join("run1", "torn.jsonl"))).toHaveLength(3);
+    } finally {
+      rmSync(join(dir, "traj", "run1", "torn.jsonl"));
+    }
   });
 
   test("replay verifies an episode and points at the first divergence", async () => {

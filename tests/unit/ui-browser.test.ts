@@ -101,6 +101,8 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     await tab.fill("#raw-text", '<tool_call>{"name": "delete_note", "arguments": {"note_id": "n1"}}</tool_call>');
     await tab.press("#raw-text", "Control+Enter");
     await tab.waitForSelector("#diff li.op-remove");
+    // the removed note is gone from the tree; its parent is marked
+    expect(await tab.locator('#state-panel details.changed.op-remove-child[data-path="/notes"]').count()).toBe(1);
     await tab.waitForFunction(() => document.querySelectorAll("#checks li.pass").length === 3);
     await tab.click("#finish");
     await tab.waitForSelector("#reward");
@@ -125,6 +127,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     // the page's episodes close with it
     expect(ui.play.count()).toBeGreaterThan(0);
     await tab.reload();
+    await tab.waitForSelector("#scenario-select option", { state: "attached" }); // booted: keys work from here
     for (let i = 0; i < 100 && ui.play.count() > 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(ui.play.count()).toBe(0);
   });

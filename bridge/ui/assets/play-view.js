@@ -157,6 +157,8 @@ export class PlayView {
     if (state !== undefined) this.ep.state = state;
     else this.ep.state = applyDiff(this.ep.state, info.diff);
     const changed = new Map(info.diff.filter((d) => d.op !== "remove").map((d) => [d.path, d.op]));
+    // a removed entry is no longer in the tree: its parent is marked instead
+    for (const d of info.diff) if (d.op === "remove") changed.set(d.path.slice(0, d.path.lastIndexOf("/")), changed.get(d.path.slice(0, d.path.lastIndexOf("/"))) ?? "remove-child");
     this.renderDiff(info.diff);
     this.renderState(changed);
     this.renderChecks(score);

@@ -47,7 +47,8 @@ export class TrajectoriesView {
         fillSelect(this.env, "any env", [...new Set(r.episodes.map((e) => e.env_id))]);
         fillSelect(this.endReason, "any ending", [...new Set(r.episodes.map((e) => e.end_reason ?? e.how))]);
       }
-      clear(this.status, `${r.episodes.length} episodes in `, h("code", r.root), r.skipped.length ? ` · ${r.skipped.length} damaged lines skipped` : "");
+      clear(this.status, `${r.episodes.length} episodes in `, h("code", r.root),
+        r.skipped.length ? h("details.raw.skipped", h("summary", `${r.skipped.length} damaged lines skipped`), h("ul", r.skipped.map((k) => h("li", h("code", `${k.file}:${k.line}`), " ", k.reason)))) : null);
       this.renderTable(r.episodes);
     } catch (e) {
       clear(this.status, errorBox(e));
