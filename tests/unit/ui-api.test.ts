@@ -18,7 +18,7 @@ import { HOSTILE, makeSynthRun, NOTES_REF, recordEpisodes } from "../ui-fixtures
 let ui: UiServer;
 let dir: string;
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
 async function call(path: string, body?: unknown, init: RequestInit = {}): Promise<{ status: number; body: Json }> {
   const res = await fetch(new URL(path, ui.url), body === undefined ? init : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), ...init });
   return { status: res.status, body: (await res.json()) as Json };
@@ -87,7 +87,7 @@ describe("play", () => {
 
     const a = await post("/api/play/step", { episode_id: s.episode_id, action: NOTES_REF[0] });
     expect(a.result.info.diff).toEqual(expect.arrayContaining([expect.objectContaining({ op: "add", path: expect.stringMatching(/^\/notes\//) })]));
-    expect(Object.values(a.state.notes).some((n: any) => n.title === "todo")).toBe(true); // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(Object.values(a.state.notes).some((n: any) => n.title === "todo")).toBe(true);
     expect(a.score.reward_info.checks.map((c: Json) => c.passed)).toEqual([true, false, false]);
 
     // the model's raw text, as Qwen3/Hermes write it
