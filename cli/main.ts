@@ -7,6 +7,7 @@ import { importCommand } from "./commands/import.js";
 import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
 import { exportCommand, replayCommand, viewCommand } from "./commands/trajectories.js";
+import { uiCommand } from "./commands/ui.js";
 
 // the sandbox's Date reads the host time zone through emscripten; pin it so episodes replay anywhere
 process.env.TZ = "UTC";
@@ -21,6 +22,7 @@ await yargs(hideBin(process.argv))
   .command(replayCommand)
   .command(viewCommand)
   .command(exportCommand)
+  .command(uiCommand)
   .demandCommand(1, "name a command; see --help")
   .strict()
   .help()
