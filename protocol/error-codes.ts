@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   "env_crashed",
   "env_output_invalid",
   "user_simulator_failed",
+  "recording_unavailable",
   "engine_unavailable",
   "shutting_down",
   "internal_error",

@@ -278,10 +278,37 @@ export class EnvRuntime {
       if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
       return reply.value;
     }
-    const reply = await this.post(rec.engine, rec, body);
+    const reply = await this.post(await this.liveEngine(rec), rec, body);
     if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
     if (reply.user_replies) rec.inputs.user_replies.push(...reply.user_replies);
     return reply.value;
+  }
+
+  /** Writes one trajectory record; a write that fails after the work ran is answered as recording_unavailable. */
+  private record(r: object, strict = true): void {
+    try {
+      this.options.recorder?.append(r);
+    } catch (e) {
+      if (strict) throw new RuntimeError("recording_unavailable", `the request ran but its record could not be written: ${(e as Error).message}`);
+    }
+  }
+
+  /** Refuses work whose record could not be written (the recorder's policy decides: see TrajectoryWriter.check). */
+  private recordable(): void {
+    try {
+      this.options.recorder?.check();
+    } catch (e) {
+      throw new RuntimeError("recording_unavailable", (e as Error).message);
+    }
+  }
+
+  /** The engine to post to, once a replacement for a stopped one is in place (requests never go to a stopping worker). */
+  private async liveEngine(rec: EpisodeRecord): Promise<Engine> {
+    while (rec.engine.stopping && !rec.dead && !this.closed) {
+      if (rec.restoring) await rec.restoring;
+      else await new Promise((r) => setTimeout(r, 5));
+    }
+    return rec.engine;
   }
 
   private episode(id: string): EpisodeRecord {
@@ -298,6 +325,7 @@ export class EnvRuntime {
   async reset(scenarioId: string, seed?: number, episodeId: string = randomUUID()): Promise<ResetResult> {
     const found = this.registry.scenario(scenarioId);
     if (!found) throw new RuntimeError("unknown_scenario", `no scenario ${scenarioId}`);
+    this.recordable();
     if (this.episodes.has(episodeId)) throw new RuntimeError("bad_request", `episode ${episodeId} already exists`);
     const s = seed ?? Math.floor(Math.random() * 2 ** 31);
     const engine = this.leastLoaded();
@@ -308,7 +336,7 @@ export class EnvRuntime {
       const value = (await this.request(rec, { op: "reset", episode: episodeId, scenario_id: scenarioId, seed: s, user: this.options.user ?? null })) as ResetResult;
       rec.stateHash = value.info.state_hash;
       const i = value.info;
-      this.options.recorder?.append({
+      this.record({
         t: "episode_start", episode_id: episodeId, env_id: i.env_id, scenario_id: i.scenario_id, seed: i.seed, env_hash: i.env_hash, scenario_hash: i.scenario_hash,
         state_hash: i.state_hash, observation: value.observation, introduction: i.introduction, rules: i.rules, tools: i.tools, user_replies: rec.inputs.user_replies, time: new Date().toISOString(),
       });
@@ -321,6 +349,7 @@ export class EnvRuntime {
 
   async step(episodeId: string, action: unknown): Promise<StepResult> {
     const rec = this.episode(episodeId);
+    this.recordable();
     // every action is kept (restore and replay re-execute them), so size is checked before anything runs
     const maxAction = this.options.maxActionBytes ?? 1 << 20;
     const maxInputs = this.options.maxEpisodeInputBytes ?? 64 << 20;
@@ -336,12 +365,12 @@ export class EnvRuntime {
     const recorder = this.options.recorder;
     if (recorder) {
       const { info: i } = result;
-      recorder.append({
+      this.record({
         t: "step", episode_id: episodeId, step: i.step, action, observation: result.observation, reward: result.reward, terminated: result.terminated, truncated: result.truncated,
         state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, user_replies: rec.inputs.user_replies.slice(repliesBefore), end_reason: i.end_reason, reward_info: i.reward_info, error: i.error,
         ms: Math.round((performance.now() - started) * 1000) / 1000,
       });
-      if (result.terminated || result.truncated) recorder.append({ t: "episode_end", episode_id: episodeId, how: "terminal" });
+      if (result.terminated || result.truncated) this.record({ t: "episode_end", episode_id: episodeId, how: "terminal" });
     }
     if (result.terminated || result.truncated) rec.ended = true;
     return result;
@@ -350,10 +379,11 @@ export class EnvRuntime {
   /** Ends the episode now and scores it (evaluation harnesses, tests without a simulated user). */
   async finish(episodeId: string): Promise<StepResult> {
     const rec = this.episode(episodeId);
+    this.recordable();
     const result = (await this.request(rec, { op: "finish", episode: episodeId })) as StepResult;
     if (!rec.ended) {
       const { info: i } = result;
-      this.options.recorder?.append({
+      this.record({
         t: "episode_end", episode_id: episodeId, how: "finish",
         result: { step: i.step, observation: result.observation, reward: result.reward, terminated: result.terminated, truncated: result.truncated, state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error },
       });
@@ -432,7 +462,7 @@ export class EnvRuntime {
       const value = (await this.request(rec, body)) as { step: number; state_hash: string };
       rec.stateHash = value.state_hash;
       from.step = value.step;
-      this.options.recorder?.append({
+      this.record({
         t: "episode_start", episode_id: episodeId, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, state_hash: value.state_hash,
         forked_from: from, prefix_actions: inputs.actions, user_replies: inputs.user_replies, time: new Date().toISOString(),
       });
@@ -472,8 +502,12 @@ export class EnvRuntime {
     const rec = this.episodes.get(episodeId);
     if (!rec) return;
     this.forget(rec);
-    if (!rec.ended) this.options.recorder?.append({ t: "episode_end", episode_id: episodeId, how: "closed" });
-    if (!rec.dead) await this.post(rec.engine, rec, { op: "close", episode: episodeId });
+    // a close goes ahead even when its record cannot be written (the writer is then unhealthy and refuses new work)
+    if (!rec.ended) this.record({ t: "episode_end", episode_id: episodeId, how: "closed" }, false);
+    if (!rec.dead) {
+      const engine = await this.liveEngine(rec);
+      if (!rec.dead) await this.post(engine, rec, { op: "close", episode: episodeId });
+    }
   }
 
   private forget(rec: EpisodeRecord): void {

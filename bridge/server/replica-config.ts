@@ -14,6 +14,7 @@ export interface ReplicaConfig {
   curve: (CurveServerKeys & { allow: string[] }) | null;
   /** Folder for this replica's trajectory file; null: no recording. */
   recordDir: string | null;
+  recordFailure: "refuse" | "continue";
   /** Engine worker restarts allowed per minute (the same budget the supervisor has for replicas). */
   maxRestartsPerMinute: number;
   /** @unit ms */

@@ -23,6 +23,8 @@ export interface SupervisorOptions {
   curveAllow?: string[];
   /** Record every episode into per-replica files here; null or unset: no recording. */
   recordDir?: string | null;
+  /** What a replica does when it cannot write a record. @default "refuse" */
+  recordFailure?: "refuse" | "continue";
   /** Restarts of one replica (and, inside it, of one engine worker) within a minute before giving up on it. @default 10 */
   maxRestartsPerMinute?: number;
   /** How long past its own deadline a guest call may run before the watchdog stops its worker. @unit ms @default 1000 */
@@ -140,6 +142,7 @@ export class Supervisor {
       user: this.options.user ?? null,
       curve: this.curve,
       recordDir: this.options.recordDir ?? null,
+      recordFailure: this.options.recordFailure ?? "refuse",
       maxRestartsPerMinute: this.options.maxRestartsPerMinute ?? 10,
       hardStopGraceMs: this.options.hardStopGraceMs ?? 1000,
       episodeLimits: this.options.episodeLimits ?? {},

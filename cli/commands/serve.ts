@@ -22,6 +22,7 @@ interface ServeArgs {
   maxSnapshotMb: number;
   maxActionBytes: number;
   maxEpisodeInputMb: number;
+  recordFailure: "refuse" | "continue";
   userModel?: string;
   userBaseUrl?: string;
   record: boolean;
@@ -51,6 +52,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
+      .option("record-failure", { choices: ["refuse", "continue"] as const, default: "refuse" as const, describe: "when a trajectory record cannot be written: refuse requests with `recording_unavailable` before they run, or continue unrecorded" })
       .option("record-dir", { type: "string", default: "trajectories", describe: "where each replica writes its trajectory file" })
       .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (endpoint from USER_OPENAI_BASE_URL / OPENAI_BASE_URL)" })
       .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL" }) as unknown as Argv<ServeArgs>,
@@ -77,6 +79,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       },
       user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
       recordDir: args.record ? args.recordDir : null,
+      recordFailure: args.recordFailure,
       onGiveUp: (replica) => {
         log.fatal({ replica }, "stopping the bridge: a replica cannot be kept running");
         process.exitCode = 1;

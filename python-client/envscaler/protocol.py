@@ -39,6 +39,7 @@ __all__ = [
     "EnvCrashed",
     "EnvOutputInvalid",
     "UserSimulatorFailed",
+    "RecordingUnavailable",
     "EngineUnavailable",
     "ShuttingDown",
     "InternalError",
@@ -239,6 +240,12 @@ class UserSimulatorFailed(BridgeError):
     code = "user_simulator_failed"
 
 
+class RecordingUnavailable(BridgeError):
+    """The replica cannot record; the request did not run."""
+
+    code = "recording_unavailable"
+
+
 class EngineUnavailable(BridgeError):
     code = "engine_unavailable"
 
@@ -273,6 +280,7 @@ _BY_CODE: dict[str, type[BridgeError]] = {
         EnvCrashed,
         EnvOutputInvalid,
         UserSimulatorFailed,
+        RecordingUnavailable,
         EngineUnavailable,
         ShuttingDown,
         InternalError,

@@ -114,3 +114,25 @@ test("a check that patches toJSON fails itself with a typed error, and scoring g
   expect(r).toMatchObject({ passed: false, error: expect.stringContaining("env_output_invalid") });
   expect(await runJsCheck("() => true", inputs, [1, 2, 3, 4])).toEqual({ passed: true });
 });
+
+test("a replica that cannot record refuses work before it runs (recording_unavailable); --record-failure continue runs unrecorded", async () => {
+  const { TrajectoryWriter } = await import("../../bridge/record/trajectory-writer.js");
+  const dir = mkdtempSync(join(tmpdir(), "rec-"));
+  // asking for more free room than any disk has makes every check fail before anything is written
+  const refuse = new TrajectoryWriter(join(dir, "a.jsonl"), { reserveBytes: Number.MAX_SAFE_INTEGER });
+  const a = await EnvRuntime.start({ envs: [FIXTURES], recorder: refuse });
+  try {
+    await expect(a.reset("notes-1", 1)).rejects.toMatchObject({ code: "recording_unavailable" });
+    expect(a.stats().episodes).toBe(0);
+  } finally {
+    await a.close();
+  }
+  const cont = new TrajectoryWriter(join(dir, "b.jsonl"), { reserveBytes: Number.MAX_SAFE_INTEGER, onFailure: "continue" });
+  const b = await EnvRuntime.start({ envs: [FIXTURES], recorder: cont });
+  try {
+    const { episode_id } = await b.reset("notes-1", 1);
+    expect((await b.step(episode_id, { name: "list_notes", arguments: { user_id: "u1" } })).terminated).toBe(false);
+  } finally {
+    await b.close();
+  }
+});
