@@ -63,7 +63,13 @@ export class BridgeServer {
   private inFlight = 0;
   private idle: (() => void) | null = null;
   private stopping = false;
-  private readonly counters = { requests: 0, errors: 0 };
+  private readonly counters = { requests: 0, errors: 0, retries: 0 };
+  /**
+   * Recent requests that change something, by (connection identity, request id): a request sent
+   * again with the same id (a client retrying after a timeout) gets the first one's reply, awaited
+   * if it is still running, and never runs twice. Bounded in count and age.
+   */
+  private readonly recent = new Map<string, { op: string; at: number; reply: Promise<Result> }>();
   endpoint = "";
 
   constructor(private readonly options: BridgeServerOptions) {
@@ -149,20 +155,43 @@ export class BridgeServer {
     if (typeof r.op !== "string" || !OPS.includes(r.op as never)) return fail(id, { code: "unknown_op", message: `unknown op ${JSON.stringify(r.op ?? null)}; ops: ${OPS.join(", ")}` });
     const parsed = Request.safeParse(raw);
     if (!parsed.success) return fail(id, { code: "bad_request", message: parsed.error.issues.map((i) => `${i.path.join(".") || "request"}: ${i.message}`).join("; ") });
+    const key = RETRIED_OPS.has(parsed.data.op) && id !== null ? `${identity.toString("hex")}\u0000${typeof id}:${id}` : null;
+    const prior = key === null ? undefined : this.recent.get(key);
+    if (prior) {
+      if (prior.op !== parsed.data.op) return fail(id, { code: "bad_request", message: `request id ${JSON.stringify(id)} was already used for a ${prior.op} on this connection; ids identify retries` });
+      this.counters.retries++;
+      return reply(await prior.reply);
+    }
     if (this.stopping) return fail(id, { code: "shutting_down", message: `replica ${this.replica} is shutting down` });
     if (this.inFlight >= this.limits.maxInFlight) return fail(id, { code: "overloaded", message: `replica ${this.replica} is serving ${this.inFlight} requests; retry later` });
 
     this.inFlight++;
+    let settle!: (message: Result) => void;
+    if (key !== null) this.remember(key, parsed.data.op, new Promise<Result>((r) => (settle = r)));
+    let message: Result;
     try {
       const result = await this.handle(parsed.data);
-      reply({ v: PROTOCOL_VERSION, id, ok: true, result });
+      message = { v: PROTOCOL_VERSION, id, ok: true, result };
     } catch (e) {
       const error = errorBody(e);
       if (error.code === "internal_error") this.log.error({ err: e, op: parsed.data.op }, "request failed");
-      fail(id, error);
+      this.counters.errors++;
+      message = { v: PROTOCOL_VERSION, id: id ?? null, ok: false, error };
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) this.idle?.();
+    }
+    settle?.(message);
+    reply(message);
+  }
+
+  private remember(key: string, op: string, reply: Promise<Result>): void {
+    const now = Date.now();
+    this.recent.set(key, { op, at: now, reply });
+    // oldest first (insertion order): drop what is too old or beyond the count
+    for (const [k, v] of this.recent) {
+      if (this.recent.size <= RETRY_MEMORY && now - v.at < RETRY_MEMORY_MS) break;
+      this.recent.delete(k);
     }
   }
 
@@ -262,6 +291,7 @@ export class BridgeServer {
           sessions: this.sessions.size,
           requests: this.counters.requests,
           errors: this.counters.errors,
+          retries: this.counters.retries,
           in_flight: this.inFlight - 1, // not counting this request
           hard_stops: rt.hard_stops,
           restored: rt.restored,
@@ -380,6 +410,12 @@ export class BridgeServer {
     await this.loop;
   }
 }
+
+/** Ops whose repetition must not run twice (docs/protocol.md §3, retries). */
+const RETRIED_OPS = new Set(["reset", "step", "step_batch", "finish", "close", "snapshot", "fork", "restore", "drop_snapshot"]);
+/** How many recent replies a replica keeps for retries, and for how long. */
+const RETRY_MEMORY = 4096;
+const RETRY_MEMORY_MS = 5 * 60_000;
 
 function needEpisode(s: Session): string {
   if (!s.episodeId) throw new ProtocolError("episode_done", `session ${s.id} has no episode (its last reset failed); reset it`);
