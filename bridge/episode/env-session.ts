@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { GuestEvalError, Sandbox } from "../sandbox/sandbox.js";
@@ -9,7 +10,8 @@ import type { StateView } from "../state/state-base.js";
 
 /** The outcome of one tool call inside the env. */
 export type CallOutcome =
-  | { kind: "result"; json: string; diff: PatchOp[] }
+  /** `text`: the observation text when the env's observation_format is "python" (see python-values.js). */
+  | { kind: "result"; json: string; text?: string; diff: PatchOp[] }
   | { kind: "error"; error: { name: string; message: string }; diff: PatchOp[] };
 
 /** Raised when the env cannot even be set up: bad source, a throwing constructor, missing class. */
@@ -26,6 +28,10 @@ export function limitsFor(bundle: EnvBundle, overrides: Partial<SandboxLimits> =
     ...overrides,
   };
 }
+
+/** The Py layer (python-values.js), evaluated before the env source of python-format envs. */
+const PYTHON_VALUES = readFileSync(new URL("../sandbox/python-values.js", import.meta.url), "utf8");
+const BIND_PYTHON_VALUES = `Object.defineProperty(globalThis, "Py", { value: (\n${PYTHON_VALUES}\n), writable: false, enumerable: false, configurable: false });`;
 
 /** Four 32-bit words for the guest PRNG, derived from the episode seed. */
 export function seedWords(seed: number): [number, number, number, number] {
@@ -66,8 +72,10 @@ export class EnvSession implements Disposable {
       hostRead: (op, coll, id) => base.read(op, coll, id),
     });
     try {
+      const format = bundle.manifest.observation_format;
+      if (format === "python") sandbox.evalScript(BIND_PYTHON_VALUES, "python-values.js");
       sandbox.evalScript(bundle.source, bundle.manifest.source_file);
-      const init = sandbox.dispatch("init", bundle.manifest.class_name, JSON.stringify(base.layout()));
+      const init = sandbox.dispatch("init", bundle.manifest.class_name, JSON.stringify(base.layout()), JSON.stringify({ observation_format: format }));
       if (!init.ok) throw new EnvLoadError(`${init.error.name}: ${init.error.message}`);
       const { methods, changes } = init.value as { methods: string[]; changes: GuestChanges };
       tracker.apply(changes);
@@ -83,9 +91,10 @@ export class EnvSession implements Disposable {
   call(name: string, args: Record<string, unknown>): CallOutcome {
     const out = this.sandbox.dispatch("call", name, JSON.stringify(args));
     if (!out.ok) return { kind: "error", error: out.error, diff: [] };
-    const v = out.value as { result?: string; error?: { name: string; message: string }; changes: GuestChanges };
+    const v = out.value as { result?: string; text?: string; error?: { name: string; message: string }; changes: GuestChanges };
     const diff = this.tracker.apply(v.changes);
-    return v.error ? { kind: "error", error: v.error, diff } : { kind: "result", json: v.result ?? "null", diff };
+    if (v.error) return { kind: "error", error: v.error, diff };
+    return v.text === undefined ? { kind: "result", json: v.result ?? "null", diff } : { kind: "result", json: v.result ?? "null", text: v.text, diff };
   }
 
   get alive(): boolean {

@@ -182,7 +182,7 @@
     if (own(coll.deleted, id)) return undefined;
     const text = hostRead("get", coll.name, id);
     if (text === undefined) return undefined;
-    const value = JSONParse(text);
+    const value = parseStateText(text); // python-format envs: see usePythonValues
     coll.loaded[id] = value;
     return value;
   }
@@ -279,12 +279,27 @@
     return coll;
   }
 
+  //// observation_format "python": the Py layer (python-values.js) reads state and renders results ////
+
+  // null for "json" envs. The host binds the layer to a frozen, non-configurable global `Py` before
+  // the env source runs, so what init finds there is the layer itself.
+  let pyValues = null;
+  function usePythonValues(format) {
+    if (format !== "python") return;
+    const py = G.Py;
+    if (py === null || typeof py !== "object" || typeof py.parse !== "function" || typeof py.observation !== "function") fail("observation_format python needs the Py layer");
+    pyValues = py;
+  }
+  function parseStateText(text) { return pyValues === null ? JSONParse(text) : pyValues.parse(text); }
+  /** The text the agent reads: python envs render it here, where dict order and float boxes still exist. */
+  function observationText(result) { return pyValues === null ? undefined : pyValues.observation(result === undefined ? null : result); }
+
   function buildState(layout) {
     // layout: { keys: [top-level keys in order], collections: [names], values: {key: json} }
     const state = {};
     for (const key of layout.keys) {
       if (layout.collections.indexOf(key) >= 0) state[key] = makeCollection(key).proxy;
-      else state[key] = JSONParse(layout.values[key]);
+      else state[key] = parseStateText(layout.values[key]);
     }
     return state;
   }
@@ -364,8 +379,9 @@
   const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
   const envOps = {
-    init(className, layoutJson) {
+    init(className, layoutJson, optionsJson) {
       if (typeof className !== "string" || !identifier.test(className)) fail("invalid class name");
+      if (optionsJson !== undefined) usePythonValues(JSONParse(optionsJson).observation_format);
       const Cls = indirectEval(className);
       if (typeof Cls !== "function") fail("class " + className + " is not defined by the env source");
       const layout = JSONParse(layoutJson);
@@ -393,12 +409,13 @@
         threw = errorInfo(e);
       }
       let resultJson = null;
+      let text;
       if (threw === null) {
-        try { resultJson = JSONStringify(result === undefined ? null : result); }
+        try { resultJson = JSONStringify(result === undefined ? null : result); text = observationText(result); }
         catch (e) { threw = errorInfo(e); threw.message = "the tool's return value is not JSON: " + threw.message; }
       }
       const changes = collectChanges();
-      return threw === null ? { result: resultJson, changes } : { error: threw, changes };
+      return threw === null ? { result: resultJson, text, changes } : { error: threw, changes };
     },
     methods() { return methodNames(instance); },
   };
