@@ -165,7 +165,8 @@
     const rewritten = StringCtor(text).replace(TOKEN, (tok, colon) => {
       if (tok[0] === '"') {
         if (colon === undefined) return tok;
-        const key = tok.indexOf("\\") < 0 ? tok.slice(1, -1) : JSONParse(tok);
+        const quoted = tok.slice(0, tok.length - colon.length);
+        const key = quoted.indexOf("\\") < 0 ? quoted.slice(1, -1) : JSONParse(quoted);
         if (!isIndexKey(key) && key[0] !== MARK) return tok;
         marked = true;
         return '"\\u0000' + tok.slice(1);
