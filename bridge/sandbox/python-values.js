@@ -159,10 +159,16 @@
   // {"\u0000": n} is a float box. A real key "\u0000" is written "\u0000\u0000", so they never clash.
   const MARK = "\u0000";
 
+  // Cheap test first: a text with no digit-only key, no escape and no number that could be an
+  // integral float (46.0, 1e3) reads the same with JSON.parse. False positives only cost time.
+  const MAYBE_MARKED = /"(?:0|[1-9]\d{0,9})"\s*:|\\u|\.0+(?![0-9])|\d[eE]/;
+
   /** JSON text -> values, as json.loads: dict insertion order and integral floats kept. */
   function parse(text) {
+    text = StringCtor(text);
+    if (!MAYBE_MARKED.test(text)) return JSONParse(text);
     let marked = false;
-    const rewritten = StringCtor(text).replace(TOKEN, (tok, colon) => {
+    const rewritten = text.replace(TOKEN, (tok, colon) => {
       if (tok[0] === '"') {
         if (colon === undefined) return tok;
         const quoted = tok.slice(0, tok.length - colon.length);

@@ -22,6 +22,18 @@
  */
 const TauPy = (function () {
   "use strict";
+  // The Py layer when the env runs with observation_format "python", as the importer writes the
+  // bundles; otherwise a JSON-only stand-in (no float boxes, JS key order, JSON-quoted strings),
+  // which behaves as the ports did before the layer existed.
+  const Values =
+    typeof Py === "object" && Py !== null
+      ? Py
+      : {
+          isFloat: (v) => typeof v === "number" && !Number.isInteger(v),
+          num: (v) => v,
+          float: (x) => x,
+          copy: (v) => (v === undefined ? null : JSON.parse(JSON.stringify(v))),
+        };
   const hasOwn = Object.prototype.hasOwnProperty;
 
   /** An exception carrying the text Python's str(exception) would give. */
@@ -33,8 +45,8 @@ const TauPy = (function () {
     return new PyError(message);
   }
 
-  /** A float box (see Py.float): an object to JS, a float to Python. */
-  const isBox = (v) => v !== null && typeof v === "object" && Py.isFloat(v);
+  /** A float box (see Values.float): an object to JS, a float to Python. */
+  const isBox = (v) => v !== null && typeof v === "object" && Values.isFloat(v);
   const isNum = (v) => typeof v === "number" || typeof v === "boolean" || isBox(v);
 
   function typeName(v) {
@@ -91,7 +103,7 @@ const TauPy = (function () {
 
   /** A JSON number printed as Python would print it (integral values as Python ints). */
   function numStr(x) {
-    if (isBox(x)) return floatRepr(Py.num(x));
+    if (isBox(x)) return floatRepr(Values.num(x));
     if (Number.isInteger(x)) return Math.abs(x) < 1e21 ? String(x) : BigInt(x).toString();
     return floatRepr(x);
   }
@@ -139,7 +151,7 @@ const TauPy = (function () {
   function round2(x) {
     if (typeof x !== "number" && !isBox(x)) throw err("type " + typeName(x) + " doesn't define __round__ method");
     // round() of a float is a float (round(97.0, 2) is 97.0), of an int an int
-    return Py.isFloat(x) ? Py.float(round2Number(Py.num(x))) : x;
+    return Values.isFloat(x) ? Values.float(round2Number(Values.num(x))) : x;
   }
   function round2Number(x) {
     if (!isFinite(x) || Number.isInteger(x)) return x;
@@ -203,8 +215,8 @@ const TauPy = (function () {
 
   /** Python ==, for the JSON values the tools compare. */
   function eq(a, b) {
-    a = Py.num(a);
-    b = Py.num(b);
+    a = Values.num(a);
+    b = Values.num(b);
     if (a === b) return true;
     if (a === null || b === null || typeof a !== "object" || typeof b !== "object") {
       // bool is an int subclass in Python
@@ -245,7 +257,7 @@ const TauPy = (function () {
 
   /** Python truthiness. */
   function truthy(v) {
-    if (isBox(v)) return Py.num(v) !== 0;
+    if (isBox(v)) return Values.num(v) !== 0;
     if (Array.isArray(v)) return v.length > 0;
     if (v !== null && typeof v === "object") return Object.keys(v).length > 0;
     return !!v;
@@ -275,24 +287,24 @@ const TauPy = (function () {
   /** Python a < b for the JSON values the tools compare. */
   function lt(a, b) {
     if (typeof a === "string" && typeof b === "string") return cmpStr(a, b) < 0;
-    if (isNum(a) && isNum(b)) return Number(Py.num(a)) < Number(Py.num(b));
+    if (isNum(a) && isNum(b)) return Number(Values.num(a)) < Number(Values.num(b));
     throw err("'<' not supported between instances of '" + typeName(a) + "' and '" + typeName(b) + "'");
   }
 
   /** Python a + b, a - b, a * b for numbers (bool is an int; a float operand makes a float); TypeError for other operands. */
   function arith(op, a, b) {
     if (!isNum(a) || !isNum(b)) throw err("unsupported operand type(s) for " + op + ": '" + typeName(a) + "' and '" + typeName(b) + "'");
-    const x = Number(Py.num(a));
-    const y = Number(Py.num(b));
+    const x = Number(Values.num(a));
+    const y = Number(Values.num(b));
     const r = op === "+" ? x + y : op === "-" ? x - y : x * y;
-    return Py.isFloat(a) || Py.isFloat(b) ? Py.float(r) : r;
+    return Values.isFloat(a) || Values.isFloat(b) ? Values.float(r) : r;
   }
 
   /** Python abs() of a number (a float stays a float). */
   function abs(a) {
     if (!isNum(a)) throw err("bad operand type for abs(): '" + typeName(a) + "'");
-    const r = Math.abs(Number(Py.num(a)));
-    return Py.isFloat(a) ? Py.float(r) : r;
+    const r = Math.abs(Number(Values.num(a)));
+    return Values.isFloat(a) ? Values.float(r) : r;
   }
 
   /** Python sorted() of a list of str (or of numbers). Stable, like Python's. */
@@ -306,7 +318,7 @@ const TauPy = (function () {
 
   /** A deep copy of a JSON value (json.dumps takes a snapshot; copy.deepcopy copies), keeping dict order and floats. */
   function clone(v) {
-    return Py.copy(v);
+    return Values.copy(v);
   }
 
   /** The first element of a list, or Python's IndexError. */
