@@ -42,8 +42,11 @@
  * - calculate: str(round(float(eval(expression)), 2)) re-implemented without eval (see the
  *   helper block): Python int/float/complex arithmetic, ** and //, Python's error texts, Python's
  *   float repr ("1e+16", "1e-05", "0.1").
- * Not reproducible from JSON: Python tells 5 from 5.0, JSON.parse does not, so numbers that are
- * integral are printed as Python ints in error strings.
+ * - The bundle runs with observation_format "python": the agent reads a string result as is and
+ *   anything else as json.dumps text; the data's 46.0-style floats and its dict order (variant ids
+ *   are integer-like keys) are kept, and arithmetic on prices and balances goes through
+ *   TauPy.arith/abs/round2 so that a float result stays a float (a 0.0 refund, a 97.0 balance).
+ * Not carried: tool arguments arrive as JSON values, so an argument 5.0 is the int 5 here.
  */
 // Python semantics: TauPy, from tau-python.js (the importer writes it into the bundle's env.js
 // ahead of this class).
