@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { checkBundle } from "../../bridge/check/check-bundle.js";
 import { EnvSession } from "../../bridge/episode/env-session.js";
 import { StateBase } from "../../bridge/state/state-base.js";
 import { loadBundle } from "../../envs/load-bundle.js";
@@ -166,5 +167,19 @@ describe("observation_format in the sandbox", () => {
     expect(over.ids("t")).toEqual(["5", "x", "1", "0"]);
     expect(over.read("get", "t", "5")).toBe('{"a":2}');
     expect(over.read("get", "t", "x")).toBe("2");
+  });
+
+  test("envscaler check runs a python env whose results are plain text", async () => {
+    const dir = shopBundle("python");
+    const scenario = {
+      id: "shop-1",
+      env_id: "shop-v1",
+      task: "Drop variant 2 of item 7.",
+      checks: [{ kind: "reference_state" }],
+      reference_actions: [{ name: "name", arguments: { id: "7" } }, { name: "drop_variant", arguments: { id: "7", vid: "2" } }],
+    };
+    writeFileSync(join(dir, "scenarios.json"), JSON.stringify([scenario]));
+    const report = await checkBundle(loadBundle(dir));
+    expect(report.problems).toEqual([]);
   });
 });
