@@ -4,7 +4,7 @@
 // rendering, the host's change tracking: everything the format changes; the engine worker and the
 // wire around it are the same for both formats).
 //
-//   npx tsx bench/observation-format.ts [tau-bench folder] [runs]
+//   npx tsx bench/observation-format.ts [tau-bench folder] [runs] [tool,tool]
 //
 // Per run, format and action: a warm-up episode, then 8 episodes of 5 calls; a run's figure is the
 // median call. Both wall time and this process's CPU time (user + system) are reported: on a
@@ -20,11 +20,13 @@ import { importTaubench } from "../envs/taubench/import-taubench.js";
 
 const TAU = process.argv[2] || join(import.meta.dirname, "..", "..", "shared", "benchmarks", "taubench");
 const RUNS = Number(process.argv[3] ?? 7);
-const ACTIONS: { name: string; arguments: Record<string, unknown> }[] = [
+const ALL_ACTIONS: { name: string; arguments: Record<string, unknown> }[] = [
   { name: "get_reservation_details", arguments: { reservation_id: "4WQ150" } },
   { name: "get_user_details", arguments: { user_id: "mia_li_3668" } },
   { name: "search_direct_flight", arguments: { origin: "JFK", destination: "SEA", date: "2024-05-20" } },
 ];
+// an optional third argument picks tools by name, comma-separated
+const ACTIONS = process.argv[4] ? ALL_ACTIONS.filter((a) => process.argv[4]!.split(",").includes(a.name)) : ALL_ACTIONS;
 type Format = "json" | "python";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

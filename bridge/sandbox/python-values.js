@@ -145,7 +145,12 @@
       return d;
     }
     const out = {};
-    for (let i = 0; i < keys.length; i++) ReflectDefine(out, keys[i], { value: copy(v[keys[i]]), writable: true, enumerable: true, configurable: true });
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i];
+      // "__proto__" would call Object.prototype's setter instead of making a key
+      if (k === "__proto__") ReflectDefine(out, k, { value: copy(v[k]), writable: true, enumerable: true, configurable: true });
+      else out[k] = copy(v[k]);
+    }
     return out;
   }
 
@@ -212,7 +217,10 @@
   //// json.dumps ////
 
   const HEX = "0123456789abcdef";
+  // printable ASCII but " and \: written as is (one native test instead of a loop per character)
+  const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
   function escapeString(s) {
+    if (PLAIN.test(s)) return '"' + s + '"';
     let out = '"';
     let start = 0;
     for (let i = 0; i < s.length; i++) {

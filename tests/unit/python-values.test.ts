@@ -77,6 +77,9 @@ describe("the Py layer", () => {
     expect(Object.keys(c.outer)).toEqual(["5", "1", "0", "x"]);
     c.outer["2"] = 0;
     expect(Object.keys(d)).toEqual(["5", "1", "0", "x"]); // a copy, not a view
+    const proto = Py.copy(JSON.parse('{"__proto__": {"1": 1}, "b": 2}')) as object;
+    expect(Object.keys(proto)).toEqual(["__proto__", "b"]); // a key, as in a Python dict
+    expect(Object.getPrototypeOf(proto)).toBe(Object.prototype);
   });
 
   test("float boxes: arithmetic and JSON see the number, dumps sees a float", () => {
