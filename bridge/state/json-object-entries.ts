@@ -67,3 +67,21 @@ function valueEnd(text: string, i: number): number {
   }
   throw new Error("unterminated JSON value");
 }
+
+const TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|[ \t\n\r]+/g;
+
+/**
+ * A JSON text as JSON.stringify would write its value, except that every object keeps the key
+ * order the text has: whitespace dropped, numbers and escaped strings written as JSON.stringify
+ * writes them (46.0 -> 46). It is what a python-format guest reports for a record it read but did
+ * not change (its dicts keep the text's order, its float boxes stringify as numbers), so the host
+ * can tell such a record is unchanged by comparing texts, as it does for any env.
+ */
+export function compactJsonText(text: string): string {
+  return text.replace(TOKEN, (tok) => {
+    const c = tok[0]!;
+    if (c === '"') return tok.includes("\\") ? JSON.stringify(JSON.parse(tok)) : tok;
+    if (c === " " || c === "\t" || c === "\n" || c === "\r") return "";
+    return JSON.stringify(Number(tok));
+  });
+}

@@ -1,4 +1,4 @@
-import { jsonObjectEntries } from "./json-object-entries.js";
+import { compactJsonText, jsonObjectEntries } from "./json-object-entries.js";
 import { collectionEntry, recordEntry, StateHash, valueEntry } from "./state-hash.js";
 
 /** How the guest should build a state: which top-level keys are lazily loaded collections. */
@@ -82,6 +82,8 @@ export class StateBase {
       }
       const records = new Map(jsonObjectEntries(valueText));
       c.ids = [...records.keys()];
+      // the normalised texts in the file's key order: what the guest reports for an unread-or-unchanged record
+      for (const [id, recordText] of records) c.records.set(id, compactJsonText(recordText));
       python.records.set(key, records);
     }
     base.python = python;

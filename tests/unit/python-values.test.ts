@@ -138,6 +138,8 @@ describe("observation_format in the sandbox", () => {
     expect(text("list")).toBe('["9000000001", "42", "7"]');
     expect(text("show", { id: "9000000001" })).toBe('{"name": "Caf\\u00e9", "variants": {"3000000000": {"price": 46.0}, "1151293680": {"price": 12.5}}}');
     expect(text("show", { id: "7" })).toBe('{"name": "c", "variants": {"2": {"price": 12.0}, "1": {"price": 1}}}');
+    // records only read are not changes: the host keeps them in the guest's form (file order, 12.0 as 12)
+    expect(s.tracker.view.records.get("items")?.size ?? 0).toBe(0);
     expect(text("add_variant", { id: "7", vid: "0" })).toBe('{"name": "c", "variants": {"2": {"price": 12.0}, "1": {"price": 1}, "0": {"price": 10.0}}}');
     expect(text("drop_variant", { id: "7", vid: "2" })).toBe('{"name": "c", "variants": {"1": {"price": 1}, "0": {"price": 10.0}}}');
     expect(text("copy", { id: "7" })).toBe('{"name": "c", "variants": {"1": {"price": 1}, "0": {"price": 10.0}}}');
@@ -164,6 +166,7 @@ describe("observation_format in the sandbox", () => {
     expect(base.ids("t")).toEqual(["5", "x", "1"]);
     expect(base.read("get", "t", "5")).toBe('{"a": 1.0}');
     expect(base.record("t", "5")).toBe('{"a":1}'); // hashes and diffs use the normalised JSON
+    expect(StateBase.fromStateText('{"t": {"r": {"b": 1, "2": 3.0, "s": "\\u00e9"}}}').record("t", "r")).toBe('{"b":1,"2":3,"s":"é"}');
     expect(base.layout().values).toEqual({ v: "[1.0]" });
     expect(base.hash().hex()).toBe(StateBase.fromState(JSON.parse(text)).hash().hex());
     const over = base.withOverrides({ t: { "5": { a: 2 }, "0": { b: 1 } } });
