@@ -299,6 +299,7 @@ export class BridgeServer {
           workers: rt.workers,
           snapshots: rt.snapshots,
           snapshot_bytes: rt.snapshot_bytes,
+          quarantined: rt.quarantined,
         };
       }
     }
