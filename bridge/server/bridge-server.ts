@@ -19,6 +19,8 @@ export interface ServerLimits {
   maxInFlight: number;
   /** Sessions unused this long are closed. @unit seconds @default 600 */
   idleTimeoutS: number;
+  /** Sessions one client connection may hold; default: all of them (a trainer owns its bridge). */
+  maxSessionsPerClient?: number;
 }
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = { maxFrameBytes: 8 << 20, maxSessions: 1024, maxInFlight: 4096, idleTimeoutS: 600 };
@@ -77,7 +79,7 @@ export class BridgeServer {
     this.limits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
     this.runtime = options.runtime;
     this.log = options.logger;
-    this.sessions = new SessionTable(this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions);
+    this.sessions = new SessionTable(this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions, this.limits.maxSessionsPerClient ?? this.limits.maxSessions);
     this.socket.maxMessageSize = this.limits.maxFrameBytes;
     // a ROUTER silently drops a reply when the peer's queue is at its high-water mark; replies are
     // already bounded by max_in_flight, so queue them all rather than lose any
@@ -170,7 +172,7 @@ export class BridgeServer {
     if (key !== null) this.remember(key, parsed.data.op, new Promise<Result>((r) => (settle = r)));
     let message: Result;
     try {
-      const result = await this.handle(parsed.data);
+      const result = await this.handle(parsed.data, identity.toString("hex"));
       message = { v: PROTOCOL_VERSION, id, ok: true, result };
     } catch (e) {
       const error = errorBody(e);
@@ -195,7 +197,7 @@ export class BridgeServer {
     }
   }
 
-  private async handle(req: Request): Promise<Result> {
+  private async handle(req: Request, client: string): Promise<Result> {
     switch (req.op) {
       case "hello":
         return {
@@ -204,7 +206,7 @@ export class BridgeServer {
           server_version: SERVER_VERSION,
           replica: this.replica,
           instance: this.instance,
-          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions },
+          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions, max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions },
           ops: [...OPS],
         };
       case "list_envs":
@@ -228,7 +230,7 @@ export class BridgeServer {
         };
       }
       case "reset":
-        return this.reset(req.scenario_id, req.seed, req.session_id);
+        return this.reset(req.scenario_id, req.seed, req.session_id, client);
       case "step":
         return this.onSession(req.session_id, (s) => this.runtime.step(needEpisode(s), req.action) as unknown as Promise<Result>);
       case "step_batch": {
@@ -272,9 +274,9 @@ export class BridgeServer {
       case "fork":
         if (req.session_id !== undefined) {
           const from = req.session_id;
-          return this.onSession(from, (src) => this.forkInto({ episode_id: needEpisode(src) }, { session_id: from }));
+          return this.onSession(from, (src) => this.forkInto({ episode_id: needEpisode(src) }, { session_id: from }, client));
         }
-        return this.forkInto({ snapshot_id: req.snapshot_id! }, { snapshot_id: req.snapshot_id! });
+        return this.forkInto({ snapshot_id: req.snapshot_id! }, { snapshot_id: req.snapshot_id! }, client);
       case "restore":
         return this.onSession(req.session_id, async (s) => {
           const r = await this.runtime.restoreSnapshot(needEpisode(s), req.snapshot_id);
@@ -305,10 +307,10 @@ export class BridgeServer {
     }
   }
 
-  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined): Promise<Result> {
+  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string): Promise<Result> {
     if (!this.runtime.registry.scenario(scenarioId)) throw new ProtocolError("unknown_scenario", `no scenario ${scenarioId}`);
     if (sessionId === undefined) {
-      const s = this.sessions.open();
+      const s = this.sessions.open(client);
       try {
         return await this.onSession(s.id, (sess) => this.startEpisode(sess, scenarioId, seed));
       } catch (e) {
@@ -327,8 +329,8 @@ export class BridgeServer {
   }
 
   /** Opens a session whose episode is a fork of a live episode or of a snapshot. */
-  private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }): Promise<Result> {
-    const s = this.sessions.open();
+  private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }, client: string): Promise<Result> {
+    const s = this.sessions.open(client);
     try {
       const r = await this.runtime.fork(source);
       s.episodeId = r.episode_id;

@@ -127,3 +127,15 @@ def test_a_retried_request_gets_the_first_reply_and_does_not_run_twice(bridge):
         ask({"v": 1, "id": 4, "op": "close", "session_id": sid})
     finally:
         sock.close(linger=0)
+
+
+def test_sessions_per_client_are_bounded_and_other_clients_are_not_starved():
+    from envscaler.protocol import TooManySessions
+
+    with start_bridge(replicas=1, extra=("--max-sessions-per-client", "2")) as b:
+        with b.client(0, timeout=30) as greedy, b.client(0, timeout=30) as other:
+            greedy.reset("notes-1")
+            greedy.reset("notes-1")
+            with pytest.raises(TooManySessions, match="max_sessions_per_client"):
+                greedy.reset("notes-1")
+            assert other.reset("notes-1")["session_id"]
