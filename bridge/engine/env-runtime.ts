@@ -292,13 +292,14 @@ export class EnvRuntime {
 
   private async request(rec: EpisodeRecord, body: RequestBody): Promise<unknown> {
     if (this.closed) throw new RuntimeError("closed", "the runtime is closed");
-    if (rec.restoring) await rec.restoring;
+    const engine = await this.liveEngine(rec);
     if (rec.dead) {
       const reply = this.deadReply(rec, body);
       if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
       return reply.value;
     }
-    const reply = await this.post(await this.liveEngine(rec), rec, body);
+    if (!engine) throw new RuntimeError("closed", "the runtime is closed");
+    const reply = await this.post(engine, rec, body);
     if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
     if (reply.user_replies) rec.inputs.user_replies.push(...reply.user_replies);
     return reply.value;
@@ -322,13 +323,23 @@ export class EnvRuntime {
     }
   }
 
-  /** The engine to post to, once a replacement for a stopped one is in place (requests never go to a stopping worker). */
-  private async liveEngine(rec: EpisodeRecord): Promise<Engine> {
-    while (rec.engine.stopping && !rec.dead && !this.closed) {
-      if (rec.restoring) await rec.restoring;
-      else await new Promise((r) => setTimeout(r, 5));
+  /**
+   * The engine to post to, once a replacement for a stopped one is in place: a request posted to a
+   * stopping worker would never be answered. Null when there is nothing to post to: the episode
+   * died with its worker, the runtime closed, or the episode was forgotten (closed) before the
+   * recovery reached it, so nothing of it remains anywhere.
+   */
+  private async liveEngine(rec: EpisodeRecord): Promise<Engine | null> {
+    for (;;) {
+      if (rec.restoring) {
+        await rec.restoring;
+        continue;
+      }
+      if (rec.dead || this.closed) return null;
+      if (!rec.engine.stopping) return rec.engine;
+      if (!rec.engine.episodes.has(rec)) return null;
+      await new Promise((r) => setTimeout(r, 5));
     }
-    return rec.engine;
   }
 
   private episode(id: string): EpisodeRecord {
@@ -463,7 +474,7 @@ export class EnvRuntime {
     if ("snapshot_id" in source) {
       const snap = this.snapshots.get(source.snapshot_id);
       if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
-      if (snap.engine !== snap.owner.engine || snap.owner.dead) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
+      if (snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
       ({ engine } = snap);
       parent = snap.owner;
       inputs = structuredClone(snap.inputs);
@@ -471,8 +482,9 @@ export class EnvRuntime {
       from = { snapshot_id: snap.id, step: snap.step };
     } else {
       parent = this.episode(source.episode_id);
-      if (parent.restoring) await parent.restoring;
-      ({ engine } = parent);
+      const live = await this.liveEngine(parent);
+      if (!live) throw new RuntimeError(parent.dead?.code ?? "closed", parent.dead?.message ?? "the runtime is closed");
+      engine = live;
       inputs = structuredClone(parent.inputs);
       body = { op: "fork", episode: episodeId, from_episode: parent.id };
       from = { episode_id: parent.id, step: inputs.actions.length };
@@ -516,7 +528,7 @@ export class EnvRuntime {
     this.snapshots.delete(snapshotId);
     snap.owner.snapshots.delete(snap);
     this.snapshotBytes -= snap.bytes;
-    if (!snap.owner.dead && snap.engine === snap.owner.engine) await this.post(snap.engine, snap.owner, { op: "drop_snapshot", episode: snap.owner.id, snapshot: snapshotId });
+    if (!snap.owner.dead && snap.engine === snap.owner.engine && !snap.engine.stopping) await this.post(snap.engine, snap.owner, { op: "drop_snapshot", episode: snap.owner.id, snapshot: snapshotId });
     return true;
   }
 
@@ -526,10 +538,8 @@ export class EnvRuntime {
     this.forget(rec);
     // a close goes ahead even when its record cannot be written (the writer is then unhealthy and refuses new work)
     if (!rec.ended) this.record({ t: "episode_end", episode_id: episodeId, how: "closed" }, false);
-    if (!rec.dead) {
-      const engine = await this.liveEngine(rec);
-      if (!rec.dead) await this.post(engine, rec, { op: "close", episode: episodeId });
-    }
+    const engine = await this.liveEngine(rec);
+    if (engine) await this.post(engine, rec, { op: "close", episode: episodeId });
   }
 
   private forget(rec: EpisodeRecord): void {

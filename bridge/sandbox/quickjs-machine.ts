@@ -86,6 +86,8 @@ export interface BlankInstance {
   dataEnd: number;
   /** For a recycled instance: the lowest stack page and the heap top its last machine wrote. */
   dirty: { stackLow: number; heapTop: number } | null;
+  /** Set when the heap asked to grow past the memory cap (an allocation failed for lack of memory). */
+  capHit: boolean;
 }
 
 /** The wasm instance's callbacks route here; a machine installs itself when it takes the instance. */
@@ -120,9 +122,19 @@ async function instantiate(maxBytes: number): Promise<BlankInstance> {
     },
   };
   let raw: WasmExports | undefined;
+  let inst: BlankInstance | undefined;
   const exports = await make({
     wasmMemory: memory,
     instantiateWasm(imports: unknown, done: (i: WasmInstance, m: WebAssembly.Module) => void) {
+      // emscripten_resize_heap (import "k" of this pinned build) answers false when the memory
+      // cannot grow: that, not the text of an error, is what an out-of-memory is
+      const env = (imports as { a: Record<string, unknown> }).a;
+      const resize = env.k as (n: number) => number;
+      env.k = (n: number) => {
+        const ok = resize(n);
+        if (!ok && inst) inst.capHit = true;
+        return ok;
+      };
       const instance = new WasmInstanceCtor(module, imports);
       raw = instance.exports;
       done(instance, module);
@@ -134,7 +146,8 @@ async function instantiate(maxBytes: number): Promise<BlankInstance> {
   });
   exports.callbacks = callbacks;
   const stackTop = stackSave(raw!);
-  return { exports, memory, maxBytes: pages * 65536, callbacks, stackTop, dataEnd: layout?.dataEnd ?? 0, dirty: null };
+  inst = { exports, memory, maxBytes: pages * 65536, callbacks, stackTop, dataEnd: layout?.dataEnd ?? 0, dirty: null, capHit: false };
+  return inst;
 }
 
 /** This build's static layout, the same for every instance (measured once per thread). */
@@ -309,6 +322,7 @@ export class Machine {
       if (at < to) u8.fill(0, at, to);
     }
     inst.dirty = null;
+    inst.capHit = false;
     return new Machine(inst, image.rt, image.ctx, image.dispatcher, target);
   }
 
@@ -346,6 +360,11 @@ export class Machine {
   /** Bytes of linear memory the guest has grown to (it never shrinks). */
   get memoryBytes(): number {
     return this.inst.memory.buffer.byteLength;
+  }
+
+  /** True once an allocation failed because the memory cap was reached (set by the heap's resize hook). */
+  get capHit(): boolean {
+    return this.inst.capHit;
   }
 
   // ---- strings ----

@@ -342,7 +342,7 @@ export class Sandbox implements Disposable {
   }
 
   private nearCap(): boolean {
-    return this.machine.memoryBytes >= this.machine.maxBytes * 0.9;
+    return this.machine.capHit || this.machine.memoryBytes >= this.machine.maxBytes * 0.9;
   }
 
   private assertUsable(): void {
@@ -365,9 +365,13 @@ export class Sandbox implements Disposable {
     this.interrupted = false;
     this.deadline = performance.now() + this.limits.callTimeoutMs;
     let result: { ok: true; value: number } | { ok: false; error: number };
+    const deadline = this.deadline;
     monitor?.start(Date.now() + this.limits.callTimeoutMs);
     try {
       result = run();
+      // a native builtin can overrun the deadline without the interrupt handler ever being asked:
+      // a call that finished late is a timeout all the same
+      if (performance.now() > deadline) this.interrupted = true;
     } catch (e) {
       if (e instanceof MachineOutOfMemory || this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.machine.maxBytes} bytes)`));
       // a host-side exception thrown through wasm frames (stack overflow, abort) leaves QuickJS inconsistent
@@ -375,6 +379,10 @@ export class Sandbox implements Disposable {
     } finally {
       this.deadline = 0;
       monitor?.end();
+    }
+    if (result.ok && this.interrupted) {
+      this.machine.free(result.value);
+      throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${this.limits.callTimeoutMs} ms deadline (callTimeoutMs)`));
     }
     if (result.ok) return result.value;
     const errorHandle = result.error;
