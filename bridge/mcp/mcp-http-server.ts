@@ -24,6 +24,9 @@ export const ROLLOUT_HEADER = "x-envscaler-rollout";
 /** How many closed session ids (and rollout tags) are remembered, so a late request hears `session_closed` and why. */
 const CLOSED_MEMORY = 16_384;
 
+/** How long an idle kept-alive connection stays open. @unit ms */
+const KEEP_ALIVE_MS = 65_000;
+
 export interface McpHttpServerOptions {
   runtime: EnvRuntime;
   picker: ScenarioPicker;
@@ -77,6 +80,11 @@ export class McpHttpServer {
     this.controlToken = options.controlToken || randomBytes(24).toString("base64url");
     this.gate = new InFlightGate(this.limits.maxInFlight);
     this.http = createServer((req, res) => void this.handle(req, res));
+    // Node's 5 s default races clients that reuse a kept-alive socket just as the server drops it
+    // ("other side closed" on a POST, which clients do not retry); a busy client with hundreds of
+    // sessions loses that race. Clients time out first when the server waits longer.
+    this.http.keepAliveTimeout = KEEP_ALIVE_MS;
+    this.http.headersTimeout = KEEP_ALIVE_MS + 5_000;
   }
 
   /** Binds and serves; resolves with the MCP endpoint's URL. */
