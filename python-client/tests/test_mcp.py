@@ -333,8 +333,8 @@ def test_unknown_scenario_header_and_bad_requests_are_typed(server: McpServer) -
     assert status == 404 and body["error"]["code"] == "unknown_session"
 
 
-def test_limits_sessions_and_idle_reaping(tmp_path: Path, built_bridge: None) -> None:
-    with start_mcp(tmp_path, "--max-sessions", "2", "--idle-timeout", "1") as s:
+def test_one_session_over_the_limit_is_refused_with_a_typed_error(tmp_path: Path, built_bridge: None) -> None:
+    with start_mcp(tmp_path, "--max-sessions", "2") as s:
 
         async def main() -> None:
             async with session(s.url, on("library-1")), session(s.url, on("library-1")):
@@ -342,13 +342,28 @@ def test_limits_sessions_and_idle_reaping(tmp_path: Path, built_bridge: None) ->
                     async with session(s.url, on("library-1")):
                         pass
                 assert refusal(refused.value)[0] == "too_many_sessions", refused.value
+                assert s.stats()["runtime"]["episodes"] == 2  # the refused one never got a sandbox
             wait_for(lambda: s.stats()["sessions"] == 0, 10, what="both sessions to close")
+            async with session(s.url, on("library-1")) as c:  # capacity is back
+                assert not (await c.call_tool("get_book", {"book_id": "B001"})).is_error
+
+        asyncio.run(main())
+
+
+def test_idle_sessions_are_reaped_and_their_sandboxes_freed(tmp_path: Path, built_bridge: None) -> None:
+    with start_mcp(tmp_path, "--idle-timeout", "1") as s:
+
+        async def main() -> None:
             async with session(s.url, on("library-1", rollout="sleepy")) as c:
                 await c.call_tool("get_book", {"book_id": "B001"})
                 wait_for(lambda: s.stats()["reaped"] >= 1, 15, what="the idle reaper")
                 status, body = s.control("GET", "/sessions/sleepy")
-                assert status == 404 and "idle reaper" in body["error"]["message"]
+                assert status == 404 and body["error"]["code"] == "session_closed"
+                assert "idle reaper" in body["error"]["message"]
                 assert s.stats()["runtime"]["episodes"] == 0
+                with pytest.raises(MCPError) as late:
+                    await c.call_tool("get_book", {"book_id": "B001"})
+                assert late.value.error.data["code"] == "session_closed"
 
         asyncio.run(main())
 
