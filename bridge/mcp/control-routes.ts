@@ -53,7 +53,12 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
   if (parts.length === 1 && parts[0] === "stats" && method === "GET") return ctx.stats();
   if (parts[0] !== "sessions") throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
   if (parts.length === 1 && method === "GET") return { sessions: ctx.list().map(status) };
-  const id = decodeURIComponent(parts[1] ?? "");
+  let id: string;
+  try {
+    id = decodeURIComponent(parts[1] ?? "");
+  } catch {
+    throw new McpHttpError("bad_request", `not a valid session id in the path: ${parts[1]}`);
+  }
   const action = parts[2];
   if (parts.length > 3 || !id) throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
   const s = ctx.find(id);

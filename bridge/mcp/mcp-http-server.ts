@@ -79,7 +79,13 @@ export class McpHttpServer {
     this.guard = new RequestGuard({ host: options.host ?? "127.0.0.1", token: options.token ?? null, allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
     this.controlToken = options.controlToken || randomBytes(24).toString("base64url");
     this.gate = new InFlightGate(this.limits.maxInFlight);
-    this.http = createServer((req, res) => void this.handle(req, res));
+    this.http = createServer((req, res) => {
+      this.handle(req, res).catch((e: unknown) => {
+        // a reply that could not be written (the peer went away): nothing to answer
+        this.options.logger.debug({ err: e }, "reply failed");
+        res.destroy();
+      });
+    });
     // Node's 5 s default races clients that reuse a kept-alive socket just as the server drops it
     // ("other side closed" on a POST, which clients do not retry); a busy client with hundreds of
     // sessions loses that race. Clients time out first when the server waits longer.
@@ -111,7 +117,8 @@ export class McpHttpServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://host").pathname;
+    // the request target as sent; "/mcp?x" is still the MCP endpoint
+    const path = (req.url ?? "/").split("?")[0]!;
     const isMcp = path === MCP_PATH;
     try {
       this.guard.checkOrigin(req);

@@ -94,6 +94,9 @@ describe("envscaler mcp in-process, TS SDK clients", () => {
     expect(big.status).toBe(413);
     expect(((await big.json()) as { error: { data: { code: string } } }).error.data.code).toBe("payload_too_large");
     const { client, transport } = await connect(url, { "X-EnvScaler-Scenario": "library-1", "X-EnvScaler-Rollout": "forky" });
+    const badPath = await control("GET", "/sessions/%E0%A4%A/state");
+    expect(badPath.status).toBe(400);
+    expect(badPath.body).toMatchObject({ error: { code: "bad_request" } });
     const fork = await control("POST", "/sessions/forky/fork");
     expect(fork.status).toBe(501);
     expect(fork.body).toMatchObject({ error: { code: "not_implemented" } });
