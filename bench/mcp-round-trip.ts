@@ -2,6 +2,7 @@
 // One tool call's round trip over MCP (Streamable HTTP, `envscaler mcp`) against the same step
 // over the ZeroMQ bridge (`envscaler serve`), both servers in their own process in this run; then
 // 500 MCP sessions calling tools at once (calls/s), with the bridge doing the same for reference.
+// MCP_BENCH_LOG=FILE: the MCP server's log goes to FILE and the phases are printed on stderr.
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, openSync, readFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
   const bridge = new Supervisor({ envs: [BUNDLED_ENVS], endpoint: "tcp://127.0.0.1:*", replicas: 1, recordDir: null, logger: silent });
   const { endpoints } = await bridge.start();
   const mcp = await startMcp();
-  const zmq = new BridgeClient(endpoints[0]!);
+  const zmq = new BridgeClient(endpoints[0]!, { timeoutMs: 600_000 }); // a thousand resets at once queue for a while
   try {
     // --- one session at a time, sequential calls; a fresh session every 25 calls (scenarios stop at 30 steps)
     type Caller = { call: () => Promise<unknown>; done: () => Promise<void> };
@@ -91,7 +92,7 @@ async function main(): Promise<void> {
       }
       return median(t);
     };
-    const phase = (what: string) => process.env.MCP_BENCH_LOG && console.error(`[${new Date().toISOString()}] ${what}`);
+    const phase = (what: string) => process.env.MCP_BENCH_LOG !== undefined && console.error(`[${new Date().toISOString()}] ${what}`);
     for (const make of [zmqCaller, sdkCaller, rawCaller]) {
       phase(`warm ${make.name}`);
       await measure(make, 100);
@@ -126,6 +127,7 @@ async function main(): Promise<void> {
     }));
     const mcpRate = (SESSIONS * PER_SESSION) / ((performance.now() - t0) / 1000);
     const mcpCpuMs = ((cpuS(mcp.pid) - c0) * 1000) / (SESSIONS * PER_SESSION);
+    phase(`mcp: ${SESSIONS} sessions, ${Math.round(mcpRate)} calls/s, ${errors} errors, ${rssWith} MB`);
     await Promise.all(many.map(async ({ client, transport }) => {
       await transport.terminateSession();
       await client.close();
