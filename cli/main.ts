@@ -4,6 +4,7 @@ import { hideBin } from "yargs/helpers";
 import { checkCommand } from "./commands/check.js";
 import { demoCommand } from "./commands/demo.js";
 import { importCommand } from "./commands/import.js";
+import { mcpCommand } from "./commands/mcp.js";
 import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
 import { exportCommand, replayCommand, viewCommand } from "./commands/trajectories.js";
@@ -17,6 +18,7 @@ await yargs(hideBin(process.argv))
   .command(checkCommand)
   .command(demoCommand)
   .command(serveCommand)
+  .command(mcpCommand)
   .command(importCommand)
   .command(synthCommand)
   .command(replayCommand)

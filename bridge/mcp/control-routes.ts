@@ -1,0 +1,93 @@
+import type { IncomingMessage } from "node:http";
+import { McpHttpError } from "./mcp-error.js";
+import type { McpEpisode } from "./mcp-episode.js";
+
+/** What the control routes see of one session. */
+export interface ControlSession {
+  id: string;
+  rollout: string | null;
+  opened: number;
+  episode: McpEpisode;
+}
+
+export interface ControlContext {
+  /** A live session by MCP session id or rollout tag; throws `unknown_session` / `session_closed`. */
+  find(idOrRollout: string): ControlSession;
+  list(): ControlSession[];
+  close(id: string, why: string): Promise<void>;
+  stats(): Record<string, unknown>;
+}
+
+function status(s: ControlSession): Record<string, unknown> {
+  const ep = s.episode;
+  const st = ep.started;
+  return {
+    session_id: s.id,
+    rollout: s.rollout,
+    scenario_id: st?.scenario_id ?? null,
+    seed: st?.seed ?? null,
+    mode: st?.mode ?? null,
+    episode_id: ep.episodeId,
+    steps: ep.steps,
+    ended: ep.ended,
+    idle_s: Math.round((Date.now() - ep.lastUsed) / 1000),
+    age_s: Math.round((Date.now() - s.opened) / 1000),
+  };
+}
+
+/**
+ * The trainer's side of a session, apart from the agent's tools (docs/mcp.md, "Control routes"):
+ *
+ *   GET    /control/stats                     sessions, limits, runtime counters
+ *   GET    /control/sessions                  every live session's status
+ *   GET    /control/sessions/ID               one session's status (ID: MCP session id or rollout tag)
+ *   POST   /control/sessions/ID/finish        end and score: {reward, reward_info, …}; body {"message": final reply}?
+ *   GET    /control/sessions/ID/reward        the score of an ended episode (`episode_running` before)
+ *   GET    /control/sessions/ID/state         {state, state_hash} now
+ *   GET    /control/sessions/ID/inputs        what replays the episode exactly
+ *   POST   /control/sessions/ID/snapshot|fork `not_implemented` until EnvRuntime has them
+ *   DELETE /control/sessions/ID               close: the episode ends and its sandbox is freed
+ */
+export async function controlRoute(ctx: ControlContext, req: IncomingMessage, parts: string[], body: unknown): Promise<unknown> {
+  const method = req.method ?? "GET";
+  if (parts.length === 1 && parts[0] === "stats" && method === "GET") return ctx.stats();
+  if (parts[0] !== "sessions") throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
+  if (parts.length === 1 && method === "GET") return { sessions: ctx.list().map(status) };
+  let id: string;
+  try {
+    id = decodeURIComponent(parts[1] ?? "");
+  } catch {
+    throw new McpHttpError("bad_request", `not a valid session id in the path: ${parts[1]}`);
+  }
+  const action = parts[2];
+  if (parts.length > 3 || !id) throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
+  const s = ctx.find(id);
+  const base = { session_id: s.id, rollout: s.rollout, scenario_id: s.episode.started?.scenario_id ?? null, seed: s.episode.started?.seed ?? null };
+  switch (`${method} ${action ?? ""}`) {
+    case "GET ":
+      return status(s);
+    case "DELETE ":
+      await ctx.close(s.id, "closed by the trainer (control route)");
+      return { closed: true, ...base };
+    case "POST finish": {
+      const message = (body as { message?: unknown } | undefined)?.message;
+      if (message !== undefined && typeof message !== "string") throw new McpHttpError("bad_request", "finish: message must be a string");
+      return { ...base, ...(await s.episode.finish(message)) };
+    }
+    case "GET reward": {
+      const score = s.episode.score();
+      if (!score) throw new McpHttpError("episode_running", "the episode has not ended; POST …/finish ends and scores it");
+      return { ...base, ...score };
+    }
+    case "GET state":
+      return { ...base, ...(await s.episode.state()) };
+    case "GET inputs":
+      return { ...base, inputs: s.episode.inputs() };
+    case "POST snapshot":
+    case "POST fork":
+      // the hook for EnvRuntime's snapshot/fork (coming): a fork will open a new session on a copy
+      throw new McpHttpError("not_implemented", `${action} is coming with EnvRuntime snapshot/fork; this route will serve it`);
+    default:
+      throw new McpHttpError("not_found", `no control route ${method} /control/${parts.join("/")}`);
+  }
+}

@@ -1,0 +1,167 @@
+import type { ToolSchema } from "../../envs/bundle-schema.js";
+import type { EnvRuntime } from "../engine/env-runtime.js";
+import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
+import type { InFlightGate } from "./in-flight-gate.js";
+import { McpHttpError } from "./mcp-error.js";
+
+/** What a trainer reads at the end of an episode (control route `finish` / `reward`). */
+export interface EpisodeScore {
+  reward: number;
+  terminated: boolean;
+  truncated: boolean;
+  end_reason: string | undefined;
+  /** Every check's result, passed/total and the reward mode. */
+  reward_info: StepResult["info"]["reward_info"];
+  /** Set when the env (not the agent) ended the episode: env_timeout, env_oom, env_crashed, … */
+  error: StepResult["info"]["error"];
+  state_hash: string;
+  steps: number;
+}
+
+export interface EpisodeStarted {
+  scenario_id: string;
+  seed: number;
+  mode: ResetInfo["mode"];
+  /** The task text, or in a conversation with a simulated user, the user's first message. */
+  first_message: string;
+  introduction: string;
+  rules: string[];
+  tools: ToolSchema[];
+  max_steps: number;
+}
+
+/**
+ * One MCP session's episode in the shared EnvRuntime: started once, stepped one call at a time
+ * in arrival order, ended by a terminal step, the trainer's finish or the session's close. Owns
+ * its runtime episode and closes it exactly once.
+ */
+export class McpEpisode {
+  episodeId: string | null = null;
+  started: EpisodeStarted | null = null;
+  /** The terminal step (or finish) result, kept so the trainer can read the reward after the end. */
+  final: StepResult | null = null;
+  steps = 0;
+  lastUsed = Date.now();
+  private queued = 0;
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private starting: Promise<EpisodeStarted> | null = null;
+
+  constructor(
+    readonly sessionId: string,
+    private readonly runtime: EnvRuntime,
+    private readonly gate: InFlightGate,
+    private readonly maxQueued: number,
+  ) {}
+
+  /** Requests of this session queued or running (the idle reaper leaves a busy session alone). */
+  get busy(): boolean {
+    return this.queued > 0;
+  }
+
+  get ended(): boolean {
+    return this.final !== null;
+  }
+
+  /** Resets the runtime episode (once per session; a second start is `bad_request`). */
+  start(scenarioId: string, seed?: number): Promise<EpisodeStarted> {
+    if (this.closed) return Promise.reject(new McpHttpError("session_closed", "the session is closed"));
+    if (this.starting) return Promise.reject(new McpHttpError("bad_request", "this session already has its episode (one episode per MCP session; open a new session for another)"));
+    this.starting = this.serial(async () => {
+      const r = await this.runtime.reset(scenarioId, seed, `mcp-${this.sessionId}`);
+      if (this.closed) {
+        await this.runtime.closeEpisode(r.episode_id);
+        throw new McpHttpError("session_closed", "the session was closed while its episode started");
+      }
+      this.episodeId = r.episode_id;
+      const i = r.info;
+      this.started = { scenario_id: i.scenario_id, seed: i.seed, mode: i.mode, first_message: r.observation.content, introduction: i.introduction, rules: i.rules, tools: i.tools, max_steps: i.max_steps };
+      return this.started;
+    });
+    this.starting.catch(() => (this.starting = null));
+    return this.starting;
+  }
+
+  /** One agent action as one step. Throws a typed error when there is no live episode to step. */
+  step(action: unknown): Promise<StepResult> {
+    return this.serial(() => {
+      const id = this.live();
+      return this.gate.run(async () => {
+        const r = await this.runtime.step(id, action);
+        this.steps++;
+        if (r.terminated || r.truncated) this.final = r;
+        return r;
+      });
+    });
+  }
+
+  /**
+   * Ends the episode and scores it: after `message` (the agent's final reply, a text step that
+   * ends a task episode and goes to the simulated user in a conversation) when one is given.
+   * On an episode that already ended, returns its score.
+   */
+  finish(message?: string): Promise<EpisodeScore> {
+    return this.serial(async () => {
+      if (!this.final) {
+        const id = this.live();
+        if (message !== undefined && message.trim() !== "") {
+          const r = await this.runtime.step(id, { role: "assistant", content: message });
+          this.steps++;
+          if (r.terminated || r.truncated) this.final = r;
+        }
+        this.final ??= await this.runtime.finish(id);
+      }
+      return this.score()!;
+    });
+  }
+
+  /** The score once the episode has ended, else null. */
+  score(): EpisodeScore | null {
+    const r = this.final;
+    if (!r) return null;
+    return { reward: r.reward, terminated: r.terminated, truncated: r.truncated, end_reason: r.info.end_reason, reward_info: r.info.reward_info, error: r.info.error, state_hash: r.info.state_hash, steps: this.steps };
+  }
+
+  /** The state now (after the calls queued before this request), as parsed JSON, and its hash. */
+  state(): Promise<{ state: unknown; state_hash: string }> {
+    return this.serial(async () => {
+      const id = this.started && this.episodeId ? this.episodeId : this.live();
+      return { state: JSON.parse(await this.runtime.state(id)) as unknown, state_hash: this.runtime.stateHash(id) };
+    });
+  }
+
+  /** The inputs that replay the episode exactly (scenario, seed, actions, simulated user replies). */
+  inputs(): EpisodeInputs {
+    if (!this.episodeId) throw new McpHttpError("no_episode", "the session has not started its episode");
+    return this.runtime.inputs(this.episodeId);
+  }
+
+  /** Ends the episode (recorded as closed unless it had ended) and frees its sandbox; idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // after the calls already queued, so none of them runs on a closed episode
+    await this.tail.catch(() => undefined);
+    if (this.episodeId) await this.runtime.closeEpisode(this.episodeId).catch(() => undefined);
+  }
+
+  private live(): string {
+    if (this.closed) throw new McpHttpError("session_closed", "the session is closed");
+    if (!this.episodeId) throw new McpHttpError("no_episode", "no episode yet: call the start_episode tool (or connect with the X-EnvScaler-Scenario header)");
+    if (this.final) throw new McpHttpError("episode_done", `the episode has ended (${this.final.info.end_reason ?? "ended"}); the trainer reads its reward from the control route`);
+    return this.episodeId;
+  }
+
+  /** Runs `fn` after every earlier request of this session; at most `maxQueued` wait. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.queued >= this.maxQueued) return Promise.reject(new McpHttpError("overloaded", `${this.queued} requests are queued on this session (the limit); wait for their results`));
+    this.queued++;
+    this.lastUsed = Date.now();
+    const run = this.tail.then(fn);
+    this.tail = run.catch(() => undefined).finally(() => {
+      this.queued--;
+      this.lastUsed = Date.now();
+    });
+    return run;
+  }
+}

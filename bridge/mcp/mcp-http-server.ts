@@ -1,0 +1,274 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "pino";
+import type { EnvRuntime } from "../engine/env-runtime.js";
+import { controlRoute, type ControlContext, type ControlSession } from "./control-routes.js";
+import { parseJson, readBody, sendJson } from "./http-io.js";
+import { InFlightGate } from "./in-flight-gate.js";
+import { jsonRpcError, McpHttpError, statusOf, typedError } from "./mcp-error.js";
+import { McpEpisode } from "./mcp-episode.js";
+import { DEFAULT_MCP_LIMITS, type McpLimits } from "./mcp-limits.js";
+import { createMcpServer } from "./mcp-surface.js";
+import { RequestGuard } from "./request-guard.js";
+import type { ScenarioPicker } from "./scenario-picker.js";
+
+export const MCP_PATH = "/mcp";
+export const SCENARIO_HEADER = "x-envscaler-scenario";
+export const SEED_HEADER = "x-envscaler-seed";
+export const ROLLOUT_HEADER = "x-envscaler-rollout";
+
+/** How many closed session ids (and rollout tags) are remembered, so a late request hears `session_closed` and why. */
+const CLOSED_MEMORY = 16_384;
+
+/** How long an idle kept-alive connection stays open. @unit ms */
+const KEEP_ALIVE_MS = 65_000;
+
+export interface McpHttpServerOptions {
+  runtime: EnvRuntime;
+  picker: ScenarioPicker;
+  /** @default 127.0.0.1 */
+  host?: string;
+  /** 0 picks a free port. @default 0 */
+  port?: number;
+  /** Bearer token of the MCP endpoint; required unless `host` is loopback. */
+  token?: string | null;
+  /** Bearer token of the control routes; generated when not given (read it from `controlToken`). */
+  controlToken?: string | null;
+  allowedOrigins?: string[];
+  allowedHosts?: string[];
+  /** Seed of sessions that name none (X-EnvScaler-Seed); random per session when unset. */
+  seed?: number;
+  limits?: Partial<McpLimits>;
+  logger: Logger;
+}
+
+interface Entry extends ControlSession {
+  server: Server;
+  transport: StreamableHTTPServerTransport;
+  closing: boolean;
+}
+
+/**
+ * `envscaler mcp` over Streamable HTTP: each MCP session owns one episode of the shared EnvRuntime
+ * (one SDK Server and transport per session). The session's scenario is fixed when it opens
+ * (X-EnvScaler-Scenario / -Seed headers) or by its start_episode tool; the trainer reads the
+ * reward on the control routes; closing the session (DELETE, the control route, the idle reaper)
+ * ends the episode and frees its sandbox. Does not own the runtime.
+ */
+export class McpHttpServer {
+  readonly limits: McpLimits;
+  readonly controlToken: string;
+  private readonly http: HttpServer;
+  private readonly guard: RequestGuard;
+  private readonly gate: InFlightGate;
+  private readonly sessions = new Map<string, Entry>();
+  private readonly rollouts = new Map<string, string>();
+  private readonly closedWhy = new Map<string, string>();
+  private opening = 0;
+  private stopping = false;
+  private reaper: NodeJS.Timeout | undefined;
+  private readonly counters = { opened: 0, reaped: 0, refused: 0 };
+  url = "";
+
+  constructor(private readonly options: McpHttpServerOptions) {
+    this.limits = { ...DEFAULT_MCP_LIMITS, ...options.limits };
+    this.guard = new RequestGuard({ host: options.host ?? "127.0.0.1", token: options.token ?? null, allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
+    this.controlToken = options.controlToken || randomBytes(24).toString("base64url");
+    this.gate = new InFlightGate(this.limits.maxInFlight);
+    this.http = createServer((req, res) => {
+      this.handle(req, res).catch((e: unknown) => {
+        // a reply that could not be written (the peer went away): nothing to answer
+        this.options.logger.debug({ err: e }, "reply failed");
+        res.destroy();
+      });
+    });
+    // Node's 5 s default races clients that reuse a kept-alive socket just as the server drops it
+    // ("other side closed" on a POST, which clients do not retry); a busy client with hundreds of
+    // sessions loses that race. Clients time out first when the server waits longer.
+    this.http.keepAliveTimeout = KEEP_ALIVE_MS;
+    this.http.headersTimeout = KEEP_ALIVE_MS + 5_000;
+  }
+
+  /** Binds and serves; resolves with the MCP endpoint's URL. */
+  async start(): Promise<string> {
+    const host = this.options.host ?? "127.0.0.1";
+    await new Promise<void>((resolve, reject) => {
+      this.http.once("error", reject);
+      this.http.listen(this.options.port ?? 0, host, () => resolve());
+    });
+    const { port } = this.http.address() as AddressInfo;
+    this.url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${MCP_PATH}`;
+    const every = Math.max(100, Math.min(10_000, (this.limits.idleTimeoutS * 1000) / 4));
+    this.reaper = setInterval(() => void this.reap(), every);
+    this.reaper.unref();
+    return this.url;
+  }
+
+  get controlUrl(): string {
+    return this.url.replace(new RegExp(`${MCP_PATH}$`), "/control");
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // the request target as sent; "/mcp?x" is still the MCP endpoint
+    const path = (req.url ?? "/").split("?")[0]!;
+    const isMcp = path === MCP_PATH;
+    try {
+      this.guard.checkOrigin(req);
+      if (isMcp) return await this.handleMcp(req, res);
+      if (path.startsWith("/control/")) {
+        RequestGuard.checkBearer(req, this.controlToken);
+        const body = req.method === "POST" ? parseJson(await readBody(req, this.limits.maxBodyBytes)) : undefined;
+        return sendJson(res, 200, await controlRoute(this.control, req, path.split("/").slice(2).filter(Boolean), body));
+      }
+      if (path === "/healthz") return sendJson(res, 200, { ok: !this.stopping });
+      throw new McpHttpError("not_found", `nothing at ${path}; MCP is at ${MCP_PATH}, the trainer's routes under /control/`);
+    } catch (e) {
+      const { code, message } = typedError(e);
+      if (code === "internal_error") this.options.logger.error({ err: e, path }, "request failed");
+      if (statusOf(code) >= 400) this.counters.refused++;
+      const headers: Record<string, string> = code === "unauthorized" ? { "www-authenticate": "Bearer" } : {};
+      if (req.readableEnded === false && code === "payload_too_large") headers.connection = "close";
+      sendJson(res, statusOf(code), isMcp ? jsonRpcError(code, message) : { error: { code, message } }, headers);
+    }
+  }
+
+  private async handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.guard.checkToken(req);
+    if (this.stopping) throw new McpHttpError("shutting_down", "the server is shutting down");
+    const body = req.method === "POST" ? parseJson(await readBody(req, this.limits.maxBodyBytes)) : undefined;
+    const sid = req.headers["mcp-session-id"];
+    if (typeof sid === "string") {
+      const entry = this.lookup(sid);
+      entry.episode.lastUsed = Date.now();
+      return entry.transport.handleRequest(req, res, body);
+    }
+    if (req.method === "POST" && isInitializeRequest(body)) return this.openSession(req, res, body);
+    // e.g. a newer client's server/discover probe: answered as an error, so it falls back to initialize
+    throw new McpHttpError("bad_request", "no Mcp-Session-Id header: a session starts with an initialize request");
+  }
+
+  private lookup(idOrRollout: string): Entry {
+    const entry = this.sessions.get(idOrRollout) ?? this.sessions.get(this.rollouts.get(idOrRollout) ?? "");
+    if (entry) return entry;
+    const why = this.closedWhy.get(idOrRollout);
+    if (why) throw new McpHttpError("session_closed", `session ${idOrRollout} is closed: ${why}`);
+    throw new McpHttpError("unknown_session", `no session ${idOrRollout}`);
+  }
+
+  private async openSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+    if (this.sessions.size + this.opening >= this.limits.maxSessions) {
+      throw new McpHttpError("too_many_sessions", `${this.limits.maxSessions} sessions are open (the limit, --max-sessions); close one or retry later`);
+    }
+    const header = (name: string) => {
+      const v = req.headers[name];
+      return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
+    };
+    const requested = header(SCENARIO_HEADER);
+    const scenario = requested !== undefined ? this.options.picker.check(requested) : this.options.picker.implicit;
+    const seedText = header(SEED_HEADER);
+    if (seedText !== undefined && !/^-?\d{1,15}$/.test(seedText)) throw new McpHttpError("bad_request", `${SEED_HEADER} must be an integer; got ${JSON.stringify(seedText)}`);
+    const seed = seedText !== undefined ? Number(seedText) : this.options.seed;
+    const rollout = header(ROLLOUT_HEADER) ?? null;
+    if (rollout !== null && (this.rollouts.has(rollout) || this.sessions.has(rollout))) throw new McpHttpError("rollout_in_use", `rollout ${rollout} already has a live session`);
+
+    const id = randomUUID();
+    if (rollout !== null) this.rollouts.set(rollout, id);
+    this.opening++;
+    let registered = false;
+    const episode = new McpEpisode(id, this.options.runtime, this.gate, this.limits.maxQueuedPerSession);
+    try {
+      // reset before answering initialize, so the first tools/list already lists the env's tools
+      if (scenario !== undefined) await episode.start(scenario, seed);
+      const server = createMcpServer(episode, this.options.picker);
+      const entry: Entry = { id, rollout, opened: Date.now(), episode, server, transport: null as unknown as StreamableHTTPServerTransport, closing: false };
+      entry.transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => id,
+        // one JSON reply per POST: cheaper than an SSE stream per call; notifications use the GET stream
+        enableJsonResponse: true,
+        maxRequestBodySize: this.limits.maxBodyBytes,
+        onsessioninitialized: () => {
+          registered = true;
+          this.sessions.set(id, entry);
+          this.counters.opened++;
+        },
+        onsessionclosed: () => this.closeSession(id, "closed by the client (HTTP DELETE)"),
+      });
+      server.onclose = () => void this.closeSession(id, "the transport closed");
+      await server.connect(entry.transport);
+      await entry.transport.handleRequest(req, res, body);
+      if (!registered) await server.close();
+    } finally {
+      this.opening--;
+      if (!registered) {
+        if (rollout !== null && this.rollouts.get(rollout) === id) this.rollouts.delete(rollout);
+        await episode.close();
+      }
+    }
+  }
+
+  /** Ends the session's episode (freeing its sandbox) and its transport; idempotent. */
+  async closeSession(id: string, why: string): Promise<void> {
+    const entry = this.sessions.get(id);
+    if (!entry || entry.closing) return;
+    entry.closing = true;
+    this.sessions.delete(id);
+    this.remember(id, why);
+    if (entry.rollout !== null) {
+      this.rollouts.delete(entry.rollout);
+      this.remember(entry.rollout, why);
+    }
+    await entry.episode.close();
+    await entry.server.close().catch(() => undefined);
+  }
+
+  private remember(key: string, why: string): void {
+    this.closedWhy.set(key, why);
+    if (this.closedWhy.size > CLOSED_MEMORY) this.closedWhy.delete(this.closedWhy.keys().next().value!);
+  }
+
+  private async reap(): Promise<void> {
+    const cutoff = Date.now() - this.limits.idleTimeoutS * 1000;
+    for (const entry of [...this.sessions.values()]) {
+      if (entry.episode.lastUsed >= cutoff || entry.episode.busy) continue;
+      this.counters.reaped++;
+      this.options.logger.info({ session: entry.id, rollout: entry.rollout }, "closing idle session");
+      await this.closeSession(entry.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s without a request`);
+    }
+  }
+
+  private readonly control: ControlContext = {
+    find: (idOrRollout) => this.lookup(idOrRollout),
+    list: () => [...this.sessions.values()],
+    close: (id, why) => this.closeSession(id, why),
+    stats: () => ({
+      sessions: this.sessions.size,
+      opening: this.opening,
+      in_flight: this.gate.inFlight,
+      opened: this.counters.opened,
+      reaped: this.counters.reaped,
+      refused: this.counters.refused,
+      limits: { max_sessions: this.limits.maxSessions, idle_timeout_s: this.limits.idleTimeoutS, max_in_flight: this.limits.maxInFlight, max_queued_per_session: this.limits.maxQueuedPerSession, max_body_bytes: this.limits.maxBodyBytes },
+      runtime: this.options.runtime.stats(),
+    }),
+  };
+
+  /** Refuses new requests, closes every session (ending its episode) and the listener. */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    clearInterval(this.reaper);
+    await Promise.all([...this.sessions.keys()].map((id) => this.closeSession(id, "closed: the server shut down")));
+    await new Promise<void>((resolve) => {
+      this.http.close(() => resolve());
+      this.http.closeAllConnections();
+    });
+  }
+}

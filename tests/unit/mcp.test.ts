@@ -1,0 +1,151 @@
+import { readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { InFlightGate } from "../../bridge/mcp/in-flight-gate.js";
+import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
+import { isLoopback, RequestGuard } from "../../bridge/mcp/request-guard.js";
+import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
+import { createLogger } from "../../bridge/server/logger.js";
+import { BUNDLED_ENVS } from "../../envs/bundled.js";
+
+const HOSTILE = join(import.meta.dirname, "..", "fixtures", "hostile");
+const CLI = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+const LIBRARY_1 = (JSON.parse(readFileSync(join(BUNDLED_ENVS, "library", "scenarios.json"), "utf8")) as { id: string; reference_actions: { name: string; arguments: Record<string, unknown> }[] }[])[0]!;
+
+const textOf = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+
+async function connect(url: string, headers: Record<string, string>): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } });
+  const client = new Client({ name: "mcp.test", version: "0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+describe("envscaler mcp in-process, TS SDK clients", () => {
+  let runtime: EnvRuntime;
+  let server: McpHttpServer;
+  let url: string;
+  const control = async (method: string, path: string) => {
+    const r = await fetch(`${server.controlUrl}${path}`, { method, headers: { authorization: `Bearer ${server.controlToken}` } });
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+  };
+
+  beforeAll(async () => {
+    process.env.ENVSCALER_LOG_LEVEL ??= "warn";
+    runtime = await EnvRuntime.start({ envs: [BUNDLED_ENVS, HOSTILE], workers: 2, hardStopGraceMs: 200 });
+    server = new McpHttpServer({ runtime, picker: new ScenarioPicker(runtime.registry, {}), limits: { maxSessions: 600 }, logger: createLogger("mcp.test") });
+    url = await server.start();
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    await runtime?.close();
+  });
+
+  test("500 concurrent MCP sessions each play tool calls in parallel without errors, then free every episode", async () => {
+    const N = 500;
+    const sessions = await Promise.all(Array.from({ length: N }, (_, i) => connect(url, { "X-EnvScaler-Scenario": "library-1", "X-EnvScaler-Seed": String(i), "X-EnvScaler-Rollout": `load-${i}` })));
+    expect(runtime.stats().episodes).toBe(N);
+    const calls = LIBRARY_1.reference_actions.slice(0, 3);
+    for (const call of calls) {
+      // one call per session at a time, every session at once
+      const results = await Promise.all(sessions.map((s) => s.client.callTool(call)));
+      for (const r of results) {
+        expect(r.isError, textOf(r)).toBeFalsy();
+        expect((JSON.parse(textOf(r)) as { success: boolean }).success).toBe(true);
+      }
+    }
+    const sample = await control("GET", "/sessions/load-123");
+    expect(sample.body).toMatchObject({ scenario_id: "library-1", seed: 123, steps: calls.length, ended: false });
+    await Promise.all(sessions.map(async (s) => {
+      await s.transport.terminateSession();
+      await s.client.close();
+    }));
+    expect(server.sessionCount).toBe(0);
+    expect(runtime.stats().episodes).toBe(0);
+  }, 300_000);
+
+  test("an env fault ends the episode with a tool error naming its typed code; the trainer reads it too", async () => {
+    const { client, transport } = await connect(url, { "X-EnvScaler-Scenario": "hostile-1", "X-EnvScaler-Rollout": "fault" });
+    const ok = await client.callTool({ name: "ping", arguments: {} });
+    expect(ok.isError).toBeFalsy();
+    const spin = await client.callTool({ name: "spin", arguments: {} });
+    expect(spin.isError).toBe(true);
+    expect(JSON.parse(textOf(spin))).toMatchObject({ error: { type: "env_timeout" } });
+    expect((spin._meta as Record<string, unknown>)["envscaler/episode_ended"]).toBe("env_fault");
+    const after = await client.callTool({ name: "ping", arguments: {} });
+    expect(JSON.parse(textOf(after))).toMatchObject({ error: { type: "episode_done" } });
+    const reward = await control("GET", "/sessions/fault/reward");
+    expect(reward.status).toBe(200);
+    expect(reward.body).toMatchObject({ reward: 0, end_reason: "env_fault", error: { code: "env_timeout" } });
+    await transport.terminateSession();
+    await client.close();
+  });
+
+  test("limits answer with typed errors: an oversized body, snapshot/fork until the runtime has them", async () => {
+    const big = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ pad: "x".repeat(server.limits.maxBodyBytes) }) });
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { data: { code: string } } }).error.data.code).toBe("payload_too_large");
+    const { client, transport } = await connect(url, { "X-EnvScaler-Scenario": "library-1", "X-EnvScaler-Rollout": "forky" });
+    const badPath = await control("GET", "/sessions/%E0%A4%A/state");
+    expect(badPath.status).toBe(400);
+    expect(badPath.body).toMatchObject({ error: { code: "bad_request" } });
+    const fork = await control("POST", "/sessions/forky/fork");
+    expect(fork.status).toBe(501);
+    expect(fork.body).toMatchObject({ error: { code: "not_implemented" } });
+    await transport.terminateSession();
+    await client.close();
+  });
+});
+
+test("the in-flight gate refuses one call over its limit with `overloaded`, before running it", async () => {
+  const gate = new InFlightGate(1);
+  let release!: () => void;
+  const first = gate.run(() => new Promise<void>((r) => (release = r)));
+  let ran = false;
+  await expect(gate.run(async () => void (ran = true))).rejects.toMatchObject({ code: "overloaded" });
+  expect(ran).toBe(false);
+  release();
+  await first;
+  await expect(gate.run(async () => 1)).resolves.toBe(1);
+});
+
+test("loopback is 127/8, ::1 and localhost; any other bind needs a token", () => {
+  for (const h of ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"]) expect(isLoopback(h), h).toBe(true);
+  for (const h of ["0.0.0.0", "::", "10.0.0.5", "192.168.1.2", "example.com", "128.0.0.1"]) expect(isLoopback(h), h).toBe(false);
+  expect(() => new RequestGuard({ host: "0.0.0.0", token: null, allowedOrigins: [], allowedHosts: [] })).toThrow(/without a bearer token/);
+  expect(() => new RequestGuard({ host: "0.0.0.0", token: "t", allowedOrigins: [], allowedHosts: [] })).not.toThrow();
+});
+
+test("envscaler mcp --stdio: one episode for a local client, scored when it disconnects", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcp-stdio-"));
+  const resultFile = join(dir, "result.json");
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ["--import", "tsx", CLI, "mcp", "--stdio", "--envs", BUNDLED_ENVS, "--scenario", "library-1", "--seed", "5", "--no-record", "--result-file", resultFile],
+    stderr: "pipe",
+    env: { ...process.env, ENVSCALER_LOG_LEVEL: "warn" } as Record<string, string>,
+  });
+  const client = new Client({ name: "mcp.test", version: "0" });
+  await client.connect(transport);
+  expect(client.getInstructions()).toContain("Maria Rossi");
+  for (const a of LIBRARY_1.reference_actions) expect((await client.callTool(a)).isError).toBeFalsy();
+  await client.close();
+  for (let i = 0; i < 200; i++) {
+    try {
+      readFileSync(resultFile, "utf8");
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const outcome = JSON.parse(readFileSync(resultFile, "utf8")) as { scenario_id: string; seed: number; score: { reward: number } };
+  expect(outcome).toMatchObject({ scenario_id: "library-1", seed: 5, score: { reward: 1 } });
+}, 60_000);
