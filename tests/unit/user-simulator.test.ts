@@ -52,3 +52,23 @@ test("a failing user endpoint ends the episode with user_simulator_failed", asyn
   const r = await rt.step(episode_id, "What do you need?");
   expect(r).toMatchObject({ terminated: true, reward: 0, info: { error: { code: "user_simulator_failed" } } });
 });
+
+test("a user who opens with the stop marker ends the episode as user_stop, scored at the next step; the action is not run", async () => {
+  fixture = await OpenAIFixture.start([`# Thought:\nnothing to do\n# Reply:\n${STOP_MARKER}`]);
+  rt = await EnvRuntime.start({ envs: [FIXTURES], user: { baseURL: fixture.baseURL, apiKey: "k" } });
+  const { episode_id, observation, info } = await rt.reset("notes-2", 3);
+  expect(observation.content).toBe(STOP_MARKER);
+  expect(info.end_reason).toBe("user_stop");
+  const end = await rt.step(episode_id, { name: "add_note", arguments: { user_id: "u3", title: "x", body: "y" } });
+  expect(end).toMatchObject({ terminated: true, info: { end_reason: "user_stop", tool_calls: [] } });
+  expect(end.info.reward_info?.total).toBeGreaterThan(0);
+  await expect(rt.step(episode_id, "hello?")).rejects.toThrow(/ended/);
+});
+
+test("a stop marker inside a longer user reply ends the episode", async () => {
+  fixture = await OpenAIFixture.start(["# Reply:\nHi, list my notes, I'm u3.", `# Thought:\nok\n# Reply:\nThanks, that is all! ${STOP_MARKER}`]);
+  rt = await EnvRuntime.start({ envs: [FIXTURES], user: { baseURL: fixture.baseURL, apiKey: "k" } });
+  const { episode_id } = await rt.reset("notes-2", 3);
+  const end = await rt.step(episode_id, "You have one note.");
+  expect(end).toMatchObject({ terminated: true, info: { end_reason: "user_stop" } });
+});
