@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from .bridge_client import BridgeClient, CurveKeys
 from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, episode_seed, error_observation, plain_action
 from .protocol import BridgeError, error_for
+from .reachability import check_reachable
 from .spaces import AgentAction, AnyText, TextBatch
 
 __all__ = ["EnvScalerVectorEnv"]
@@ -63,6 +64,8 @@ class EnvScalerVectorEnv(VectorEnv):
         if num_envs < 1:
             raise ValueError("num_envs must be >= 1")
         self.endpoints = eps
+        for ep in eps:
+            check_reachable(ep)  # fail now, naming the endpoint, rather than at the first request's timeout
         self.clients = [BridgeClient(ep, timeout=timeout, curve=curve) for ep in eps]
         self.num_envs = int(num_envs)
         self.replica_of = [i % len(eps) for i in range(self.num_envs)]
