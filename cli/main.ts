@@ -4,6 +4,7 @@ import { hideBin } from "yargs/helpers";
 import { checkCommand } from "./commands/check.js";
 import { demoCommand } from "./commands/demo.js";
 import { importCommand } from "./commands/import.js";
+import { listCommand } from "./commands/list.js";
 import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
 import { exportCommand, replayCommand, viewCommand } from "./commands/trajectories.js";
@@ -17,6 +18,7 @@ await yargs(hideBin(process.argv))
   .command(demoCommand)
   .command(serveCommand)
   .command(importCommand)
+  .command(listCommand)
   .command(synthCommand)
   .command(replayCommand)
   .command(viewCommand)
