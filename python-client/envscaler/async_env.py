@@ -16,6 +16,7 @@ from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
 from .episode_logic import REOPEN_SESSION, choose_scenario, episode_seed, plain_action, reset_tuple, step_tuple
 from .protocol import BridgeError
+from .reachability import check_reachable
 
 __all__ = ["AsyncEnvScalerEnv"]
 
@@ -38,6 +39,7 @@ class AsyncEnvScalerEnv:
         if client is None:
             if endpoint is None:
                 raise ValueError("AsyncEnvScalerEnv needs an endpoint or a client")
+            check_reachable(endpoint)  # fail now, naming the endpoint, not at the first request's timeout
             client = AsyncBridgeClient(endpoint, timeout=timeout, curve=curve)
             self._owns_client = True
         else:

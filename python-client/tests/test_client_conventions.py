@@ -41,6 +41,7 @@ def test_a_bridge_that_is_not_running_fails_at_once_naming_the_endpoint(tmp_path
         lambda: EnvScalerVectorEnv([endpoint], num_envs=2),
         lambda: EnvScalerGemEnv(endpoint),
         lambda: gym.make(envscaler.ENV_ID, endpoint=endpoint),
+        lambda: envscaler.AsyncEnvScalerEnv(endpoint),
     ):
         with pytest.raises(BridgeNotRunning, match=rf"connection to {endpoint} refused; is a bridge running at {endpoint}\?"):
             make()
