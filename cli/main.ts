@@ -5,6 +5,7 @@ import { checkCommand } from "./commands/check.js";
 import { demoCommand } from "./commands/demo.js";
 import { importCommand } from "./commands/import.js";
 import { mcpCommand } from "./commands/mcp.js";
+import { listCommand } from "./commands/list.js";
 import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
 import { exportCommand, replayCommand, viewCommand } from "./commands/trajectories.js";
@@ -20,6 +21,7 @@ await yargs(hideBin(process.argv))
   .command(serveCommand)
   .command(mcpCommand)
   .command(importCommand)
+  .command(listCommand)
   .command(synthCommand)
   .command(replayCommand)
   .command(viewCommand)

@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
@@ -9,19 +9,33 @@ import type { AddressInfo } from "node:net";
 export interface FixtureRequest {
   messages: { role: string; content: string }[];
   model: string;
+  temperature?: number;
+  max_tokens?: number;
 }
 
+/**
+ * A scripted reply with a real failure shape: `finish_reason: "length"` (a reply cut at the token
+ * cap), or `hang` (the endpoint accepts the request and never answers, like a stuck server).
+ */
+export interface ScriptedReply {
+  content?: string;
+  finish_reason?: "stop" | "length" | "tool_calls";
+  hang?: boolean;
+}
+export type Scripted = string | number | ScriptedReply;
+
 /** Picks the reply to a request (for concurrent callers, where order is not fixed). */
-export type Responder = (request: FixtureRequest) => string | number;
+export type Responder = (request: FixtureRequest) => Scripted;
 
 export class OpenAIFixture {
   readonly requests: FixtureRequest[] = [];
+  private readonly hung: ServerResponse[] = [];
   private constructor(
     private readonly server: Server,
-    private readonly script: (string | number)[] | Responder,
+    private readonly script: Scripted[] | Responder,
   ) {}
 
-  static async start(script: (string | number)[] | Responder): Promise<OpenAIFixture> {
+  static async start(script: Scripted[] | Responder): Promise<OpenAIFixture> {
     const server = createServer();
     const fixture = new OpenAIFixture(server, typeof script === "function" ? script : [...script]);
     server.on("request", (req, res) => {
@@ -35,6 +49,10 @@ export class OpenAIFixture {
         const request = JSON.parse(body) as FixtureRequest;
         fixture.requests.push(request);
         const next = typeof fixture.script === "function" ? fixture.script(request) : fixture.script.shift();
+        if (typeof next === "object" && next.hang) {
+          fixture.hung.push(res); // answered never; close() ends it
+          return;
+        }
         if (next === undefined || typeof next === "number") {
           res.writeHead(typeof next === "number" ? next : 500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "scripted failure" } }));
           return;
@@ -45,7 +63,13 @@ export class OpenAIFixture {
             object: "chat.completion",
             created: 0,
             model: "fixture",
-            choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: next } }],
+            choices: [
+              {
+                index: 0,
+                finish_reason: typeof next === "string" ? "stop" : (next.finish_reason ?? "stop"),
+                message: { role: "assistant", content: typeof next === "string" ? next : (next.content ?? "") },
+              },
+            ],
             usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
           }),
         );
@@ -60,6 +84,8 @@ export class OpenAIFixture {
   }
 
   close(): Promise<void> {
+    for (const res of this.hung.splice(0)) res.destroy();
+    this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }

@@ -4,7 +4,10 @@ import type { EnvBundle } from "../../envs/load-bundle.js";
 import { Episode, type StepResult } from "../episode/episode.js";
 import { EnvLoadError, EnvSession } from "../episode/env-session.js";
 import { ReferenceCache } from "../episode/reference-state.js";
+import { ToolValidator } from "../episode/tool-validator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import { syntaxErrorLocation } from "./syntax-error-location.js";
+import { PROGRAMMING_ERRORS, probeValue } from "./tool-probe.js";
 
 export interface CheckReport {
   envId: string;
@@ -41,7 +44,9 @@ async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: Referenc
         last = await episode.step({ name: a.name, arguments: a.arguments });
         for (const r of last.observation.tool_results ?? []) {
           const type = r.ok ? undefined : (JSON.parse(r.content) as { error: { type: string; message: string } }).error;
-          if (type && type.type !== "tool_exception") toolErrors.push(`${a.name}: ${type.message}`);
+          // a deliberate exception is allowed (tau-bench ground truths contain some); a TypeError is a bug in the tool
+          const bug = type?.type === "tool_exception" && [...PROGRAMMING_ERRORS].some((n) => type.message.startsWith(`${a.name} raised ${n}:`));
+          if (type && (type.type !== "tool_exception" || bug)) toolErrors.push(`${a.name}: ${type.message}`);
           // allowed (tau-bench ground truths contain refused calls), but worth a look
           // a python-format env's result text need not be JSON ("Error: order not found")
           if (r.ok && (jsonOrNull(r.content) as { success?: unknown } | null)?.success === false) refusals.push(`${a.name}(${JSON.stringify(a.arguments)})`);
@@ -68,6 +73,42 @@ function describeFailures(result: StepResult): string {
 }
 
 /**
+ * Every tool runs at least once: the reference solutions call some; each tool none of them calls is
+ * called once here, with the simplest arguments its schema accepts, on the default state. A tool
+ * whose code is broken (a TypeError on any call, like a synthesized add_to_cart that reads a field
+ * of undefined) fails the check instead of passing untested.
+ */
+async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progress: (stage: string) => void): Promise<void> {
+  const m = bundle.manifest;
+  const called = new Set([...bundle.scenarios.values()].flatMap((s) => (s.reference_actions ?? []).map((a) => a.name)));
+  const validator = ToolValidator.for(m.tools);
+  const unprobed: string[] = [];
+  for (const tool of m.tools) {
+    const name = tool.function.name;
+    if (called.has(name)) continue;
+    const args = probeValue(tool.function.parameters as Record<string, unknown>);
+    if (args === null || typeof args !== "object" || Array.isArray(args) || validator.check(name, args as Record<string, unknown>)) {
+      unprobed.push(name);
+      continue;
+    }
+    progress(`${m.source_file}: probing ${name}, which no reference solution calls`);
+    const session = await EnvSession.open(bundle, bundle.stateBase(), { seed: SEED });
+    try {
+      const out = session.call(name, args as Record<string, unknown>);
+      if (out.kind === "error" && PROGRAMMING_ERRORS.has(out.error.name)) {
+        report.problems.push(`${m.source_file}: tool ${name} throws ${out.error.name} when called with ${JSON.stringify(args)}: ${out.error.message} (no reference solution calls it; a tool answers bad input with {success: false, error})`);
+      }
+    } catch (e) {
+      if (!(e instanceof SandboxFault)) throw e;
+      report.problems.push(`${m.source_file}: tool ${name}, called with ${JSON.stringify(args)}, ended its sandbox: ${e.code}: ${e.message}`);
+    } finally {
+      session.dispose();
+    }
+  }
+  if (unprobed.length) report.warnings.push(`${m.source_file}: tools no reference solution calls and the check could not build arguments for: ${unprobed.join(", ")}`);
+}
+
+/**
  * Everything `envscaler check` verifies about one loaded bundle: the class loads in the sandbox,
  * tools match methods, initial states fit the state schema, checks compile, every reference
  * solution scores 1.0 and doing nothing scores below 1.0.
@@ -88,7 +129,12 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     session.dispose();
   } catch (e) {
     if (e instanceof EnvLoadError || e instanceof SandboxFault) {
-      report.problems.push(`${m.source_file}: the env does not load in the sandbox: ${e.message}`);
+      const at = /SyntaxError/.test(e.message) ? await syntaxErrorLocation(bundle.source, m.source_file) : null;
+      report.problems.push(
+        at
+          ? `${m.source_file}:${at.line}:${at.column}: the env does not load in the sandbox: ${at.message}\n      ${at.line} | ${at.text.trim()}`
+          : `${m.source_file}: the env does not load in the sandbox: ${e.message}`,
+      );
       return report;
     }
     throw e;
@@ -131,6 +177,8 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
       report.problems.push(`${label}: the reference solution scores ${solved.result.reward}, not 1.0: ${describeFailures(solved.result)}`);
     }
   }
+  // last: a probe may hit a tool that hangs, and the scenarios' own findings come first
+  await probeUncalledTools(bundle, report, progress);
   return report;
 }
 

@@ -50,6 +50,8 @@ export interface StepInfo {
   diff: PatchOp[];
   state_hash: string;
   end_reason?: EndReason;
+  /** With end_reason `text_reply`: the agent's text that ended the task episode (so a parse miss is visible). */
+  end_text?: string;
   reward_info?: RewardInfo;
   error?: EpisodeError;
 }
@@ -75,6 +77,8 @@ export interface ResetInfo {
   state_hash: string;
   env_hash: string;
   scenario_hash: string;
+  /** `user_stop` when the simulated user ended the conversation in its opening message: the next step or finish returns the scored end. */
+  end_reason?: "user_stop";
 }
 
 /** Everything needed to re-execute an episode exactly: its inputs, never its outputs. */
@@ -156,6 +160,8 @@ export class Episode {
   private steps = 0;
   private done = false;
   private closed = false;
+  /** The simulated user said the stop marker in its opening: the episode is over, scored at the next step/finish. */
+  private stoppedAtOpening = false;
   private readonly validator: ToolValidator;
   private actions: ActionRecord[] = [];
   private messages: string[] = [];
@@ -188,7 +194,10 @@ export class Episode {
       throw new EnvLoadError(`the env class has no method for tools: ${missing.join(", ")}`);
     }
     let content = scenario.task;
-    if (scenario.mode === "conversation" && this.options.user) content = await this.userSays(() => this.options.user!.start());
+    if (scenario.mode === "conversation" && this.options.user) {
+      content = await this.userSays(() => this.options.user!.start());
+      this.stoppedAtOpening = content.includes(STOP_MARKER);
+    }
     return {
       observation: { role: "user", content },
       info: {
@@ -204,6 +213,7 @@ export class Episode {
         state_hash: this.session.stateHash(),
         env_hash: bundle.contentHash,
         scenario_hash: bundle.scenarioHash(scenario.id),
+        ...(this.stoppedAtOpening ? { end_reason: "user_stop" as const } : {}),
       },
     };
   }
@@ -265,8 +275,13 @@ export class Episode {
     const session = this.live();
     this.steps++;
     this.inputs.actions.push(action);
-    const parsed = parseAction(action, this.steps);
     const info: StepInfo = { step: this.steps, episode_id: this.id, tool_calls: [], diff: [], state_hash: "" };
+    if (this.stoppedAtOpening) {
+      // the user already ended the conversation: the action is not run, the episode is scored as it stands
+      info.state_hash = session.stateHash();
+      return this.end({ role: "user", content: STOP_MARKER }, info, "user_stop", false);
+    }
+    const parsed = parseAction(action, this.steps);
     let observation: Observation;
     let endReason: EndReason | undefined;
 
@@ -280,12 +295,13 @@ export class Episode {
         if (this.options.scenario.mode === "task") {
           observation = { role: "user", content: "Task finished" };
           endReason = "text_reply";
+          info.end_text = parsed.text;
         } else if (!this.options.user) {
           observation = { role: "user", content: "(no simulated user is attached; the message was recorded)" };
         } else {
           const reply = await this.userSays(() => this.options.user!.reply(parsed.text));
           observation = { role: "user", content: reply };
-          if (reply === STOP_MARKER) endReason = "user_stop";
+          if (reply.includes(STOP_MARKER)) endReason = "user_stop";
         }
       } else {
         // one step's tool outputs together stay within the per-call output limit: once they reach it,
@@ -347,6 +363,7 @@ export class Episode {
   async finish(): Promise<StepResult> {
     const session = this.live();
     const info: StepInfo = { step: this.steps, episode_id: this.id, tool_calls: [], diff: [], state_hash: session.stateHash() };
+    if (this.stoppedAtOpening) return this.end({ role: "user", content: STOP_MARKER }, info, "user_stop", false);
     return this.end({ role: "user", content: "Episode ended by the client" }, info, "client", false);
   }
 

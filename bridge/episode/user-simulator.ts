@@ -12,21 +12,63 @@ export interface UserSimulator {
 
 export const STOP_MARKER = "###STOP###";
 
+/**
+ * Where the simulated user's LLM is and how it is asked. Every field left unset falls back to an
+ * environment variable (so `envscaler serve` flags, a launcher and tests all configure it the same
+ * way), then to the default.
+ */
 export interface UserSimulatorConfig {
   /** OpenAI-compatible base URL; falls back to USER_OPENAI_BASE_URL, then OPENAI_BASE_URL. */
   baseURL?: string;
   /** Falls back to USER_OPENAI_API_KEY, then OPENAI_API_KEY. */
   apiKey?: string;
-  /** @default "gpt-4.1" (as in EnvScaler) */
+  /** Falls back to ENVSCALER_USER_MODEL. @default "gpt-4.1" (as in EnvScaler) */
   model?: string;
-  /** @default 0.7 */
+  /** Falls back to ENVSCALER_USER_TEMPERATURE. @default 0.7 */
   temperature?: number;
-  /** Per-request timeout. @unit milliseconds @default 60000 */
+  /** Per-request timeout; falls back to ENVSCALER_USER_TIMEOUT (seconds). @unit milliseconds @default 60000 */
   timeoutMs?: number;
   /** Retries of one request on transport errors. @default 3 */
   maxRetries?: number;
   /** Re-asks when a reply has no `# Reply:` section. @default 3 */
   maxFormatRetries?: number;
+}
+
+/** The greeting that elicits the user's opening (EnvScaler's). */
+export const GREETING = "Hi! How can I help you today?";
+
+function envNumber(name: string, env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new UserSimulatorError(`${name} must be a non-negative number; got '${raw}'`);
+  return n;
+}
+
+/** The config with every unset field filled from the environment, then the defaults. */
+export function resolveUserConfig(config: UserSimulatorConfig = {}, env: NodeJS.ProcessEnv = process.env) {
+  const timeoutS = envNumber("ENVSCALER_USER_TIMEOUT", env);
+  return {
+    baseURL: config.baseURL ?? env.USER_OPENAI_BASE_URL ?? env.OPENAI_BASE_URL,
+    apiKey: config.apiKey ?? env.USER_OPENAI_API_KEY ?? env.OPENAI_API_KEY ?? "unset",
+    model: config.model ?? env.ENVSCALER_USER_MODEL ?? "gpt-4.1",
+    temperature: config.temperature ?? envNumber("ENVSCALER_USER_TEMPERATURE", env) ?? 0.7,
+    timeoutMs: config.timeoutMs ?? (timeoutS !== undefined ? timeoutS * 1000 : 60_000),
+    maxRetries: config.maxRetries ?? 3,
+    maxFormatRetries: config.maxFormatRetries ?? 3,
+  };
+}
+
+/**
+ * Why a user reply is the simulator playing the wrong part (a known small-model failure): it
+ * answers as the agent, or echoes the agent's greeting. null: the reply is in role.
+ */
+export function outOfRole(reply: string, agentMessage: string): string | null {
+  const norm = (t: string) => t.toLowerCase().replace(/[^a-z0-9]+/g, " ").trim();
+  if (/^\s*(\[agent\]|agent\s*:|assistant\s*:)/i.test(reply)) return "your reply is written as the Agent";
+  if (norm(reply) === norm(agentMessage) || norm(reply) === norm(GREETING)) return "your reply repeats the Agent's message";
+  if (/\bhow (can|may) i (help|assist) you\b|\bis there anything else i can (help|do|assist)\b/i.test(reply)) return "your reply offers help as if you were the Agent";
+  return null;
 }
 
 /** Why the simulated user could not answer. The episode ends with this as its typed error. */
@@ -80,24 +122,22 @@ export class OpenAIUserSimulator implements UserSimulator {
    * @param prefill replies already recorded for this conversation (restoring an episode): they are
    * replayed into the history in order before any new LLM call is made.
    */
+  private readonly config: ReturnType<typeof resolveUserConfig>;
+
   constructor(
     task: string,
     instructions: string,
-    private readonly config: UserSimulatorConfig = {},
+    config: UserSimulatorConfig = {},
     prefill: readonly string[] = [],
   ) {
     this.prefill = [...prefill];
-    this.client = new OpenAI({
-      baseURL: config.baseURL ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL,
-      apiKey: config.apiKey ?? process.env.USER_OPENAI_API_KEY ?? process.env.OPENAI_API_KEY ?? "unset",
-      timeout: config.timeoutMs ?? 60_000,
-      maxRetries: config.maxRetries ?? 3,
-    });
+    this.config = resolveUserConfig(config);
+    this.client = new OpenAI({ baseURL: this.config.baseURL, apiKey: this.config.apiKey, timeout: this.config.timeoutMs, maxRetries: this.config.maxRetries });
     this.messages = [{ role: "system", content: userSystemPrompt(task, instructions) }];
   }
 
   start(): Promise<string> {
-    return this.reply("Hi! How can I help you today?");
+    return this.reply(GREETING);
   }
 
   fork(): OpenAIUserSimulator {
@@ -114,24 +154,41 @@ export class OpenAIUserSimulator implements UserSimulator {
       this.messages.push({ role: "assistant", content: `# Thought:\n(recorded)\n# Reply:\n${recorded}` });
       return recorded;
     }
-    const tries = 1 + (this.config.maxFormatRetries ?? 3);
+    const first = await this.ask();
+    const reply = parseUserReply(first);
+    const wrong = reply === STOP_MARKER ? null : outOfRole(reply!, agentMessage);
+    if (!wrong) {
+      this.messages.push({ role: "assistant", content: first });
+      return reply!;
+    }
+    // one re-ask with the reason; whatever comes back is kept, and the detour leaves the history
+    const detour = [
+      { role: "assistant" as const, content: first },
+      { role: "user" as const, content: `[System] ${wrong}. You are the human user, not the Agent: answer the Agent's last message as the user would, in the same format (# Thought: / # Reply:).` },
+    ];
+    this.messages.push(...detour);
+    let second: string;
+    try {
+      second = await this.ask();
+    } finally {
+      this.messages.splice(-detour.length, detour.length);
+    }
+    this.messages.push({ role: "assistant", content: second });
+    return parseUserReply(second)!;
+  }
+
+  /** One raw reply that has a `# Reply:` section, re-asking (bounded) when it has none. */
+  private async ask(): Promise<string> {
+    const tries = 1 + this.config.maxFormatRetries;
     for (let i = 0; i < tries; i++) {
       let raw: string;
       try {
-        const res = await this.client.chat.completions.create({
-          model: this.config.model ?? "gpt-4.1",
-          temperature: this.config.temperature ?? 0.7,
-          messages: this.messages,
-        });
+        const res = await this.client.chat.completions.create({ model: this.config.model, temperature: this.config.temperature, messages: this.messages });
         raw = res.choices[0]?.message?.content ?? "";
       } catch (e) {
-        throw new UserSimulatorError(`simulated user request failed: ${(e as Error).message}`);
+        throw new UserSimulatorError(`simulated user request failed (${this.config.baseURL ?? "OpenAI"}, model ${this.config.model}): ${(e as Error).message}`);
       }
-      const reply = parseUserReply(raw);
-      if (reply !== null) {
-        this.messages.push({ role: "assistant", content: raw });
-        return reply;
-      }
+      if (parseUserReply(raw) !== null) return raw;
     }
     throw new UserSimulatorError(`simulated user gave no '# Reply:' section in ${tries} tries`);
   }

@@ -454,14 +454,15 @@ export class Machine {
     return this.inst.exports._QTS_GetUndefined();
   }
 
-  /** Evaluates global code; returns the value or throws the guest's exception value (caller frees either). */
-  eval(code: string, filename: string): Outcome {
+  /** Evaluates global code (`compileOnly`: parse and compile, run nothing); the value or the guest's exception value (caller frees either). */
+  eval(code: string, filename: string, compileOnly = false): Outcome {
     const x = this.inst.exports;
     const src = this.cString(code);
     const len = this.view().indexOf(0, src) - src;
     const file = this.cString(filename);
     try {
-      return this.settle(x._QTS_Eval(this.ctx, src, len, file, 0, 0));
+      // JS_EVAL_TYPE_GLOBAL, plus JS_EVAL_FLAG_COMPILE_ONLY (1 << 5) when asked
+      return this.settle(x._QTS_Eval(this.ctx, src, len, file, 0, compileOnly ? 1 << 5 : 0));
     } finally {
       x._free(src);
       x._free(file);

@@ -4,6 +4,7 @@ import { Supervisor } from "../../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/registry.js";
 import { BridgeClient } from "../../protocol/bridge-client.js";
+import { closeMatches } from "./close-matches.js";
 
 interface DemoArgs {
   envs: string;
@@ -35,7 +36,11 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
     // the reference solution is not part of the protocol (agents must not see it): read it locally
     const all = EnvRegistry.load([args.envs]).list().flatMap((b) => [...b.scenarios.values()]);
     const scenario = args.scenario ? all.find((s) => s.id === args.scenario) : all.find((s) => s.reference_actions?.length && s.mode === "task");
-    if (!scenario) throw new Error(args.scenario ? `no scenario ${args.scenario}` : "no scenario with a reference solution");
+    if (!scenario) {
+      if (!args.scenario) throw new Error("no scenario with a reference solution");
+      const near = closeMatches(args.scenario, all.map((s) => s.id));
+      throw new Error(`no scenario ${args.scenario}${near.length ? `; did you mean ${near.join(", ")}?` : ""} (\`npx envscaler list\` lists them all)`);
+    }
 
     process.env.ENVSCALER_LOG_LEVEL ??= "warn";
     const supervisor = new Supervisor({ envs: [args.envs], endpoint: args.endpoint, replicas: 1, logger: createLogger("envscaler-demo") });

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
+import type { UserSimulatorConfig } from "../../bridge/episode/user-simulator.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 
 interface ServeArgs {
@@ -26,8 +27,31 @@ interface ServeArgs {
   recordFailure: "refuse" | "continue";
   userModel?: string;
   userBaseUrl?: string;
+  userTimeout?: number;
+  userTemperature?: number;
   record: boolean;
   recordDir: string;
+}
+
+/**
+ * The simulated user's config from serve's flags; null (no simulated user) when neither a flag nor
+ * an env var names an endpoint or model. Unset fields stay unset: the simulator fills them from the
+ * environment (resolveUserConfig), in the replica that runs it.
+ */
+export function userConfigFromArgs(
+  args: { userModel?: string; userBaseUrl?: string; userTimeout?: number; userTemperature?: number },
+  env: NodeJS.ProcessEnv = process.env,
+): UserSimulatorConfig | null {
+  if (args.userTimeout !== undefined && !(args.userTimeout > 0)) throw new Error(`--user-timeout must be a positive number of seconds; got ${args.userTimeout}`);
+  if (args.userTemperature !== undefined && !(args.userTemperature >= 0)) throw new Error(`--user-temperature must be a number >= 0; got ${args.userTemperature}`);
+  const wanted = args.userModel || args.userBaseUrl || env.USER_OPENAI_BASE_URL || env.OPENAI_BASE_URL || env.ENVSCALER_USER_MODEL;
+  if (!wanted) return null;
+  return {
+    ...(args.userModel ? { model: args.userModel } : {}),
+    ...(args.userBaseUrl ? { baseURL: args.userBaseUrl } : {}),
+    ...(args.userTimeout !== undefined ? { timeoutMs: args.userTimeout * 1000 } : {}),
+    ...(args.userTemperature !== undefined ? { temperature: args.userTemperature } : {}),
+  };
 }
 
 export const serveCommand: CommandModule<object, ServeArgs> = {
@@ -56,12 +80,14 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
       .option("record-failure", { choices: ["refuse", "continue"] as const, default: "refuse" as const, describe: "when a trajectory record cannot be written: refuse requests with `recording_unavailable` before they run, or continue unrecorded" })
       .option("record-dir", { type: "string", default: "trajectories", describe: "where each replica writes its trajectory file" })
-      .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (endpoint from USER_OPENAI_BASE_URL / OPENAI_BASE_URL)" })
-      .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL" }) as unknown as Argv<ServeArgs>,
+      .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (else ENVSCALER_USER_MODEL, else gpt-4.1)" })
+      .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL (else USER_OPENAI_BASE_URL, else OPENAI_BASE_URL); key from USER_OPENAI_API_KEY / OPENAI_API_KEY" })
+      .option("user-timeout", { type: "number", describe: "seconds one simulated-user request may take (else ENVSCALER_USER_TIMEOUT, else 60)" })
+      .option("user-temperature", { type: "number", describe: "simulated user's sampling temperature (else ENVSCALER_USER_TEMPERATURE, else 0.7)" }) as unknown as Argv<ServeArgs>,
   handler: async (args: ArgumentsCamelCase<ServeArgs>) => {
     const log = createLogger("envscaler-serve");
     const allow = args.curveAllow ? readFileSync(args.curveAllow, "utf8").split(/\s+/).filter(Boolean) : [];
-    const wantsUser = args.userModel || args.userBaseUrl || process.env.USER_OPENAI_BASE_URL || process.env.OPENAI_BASE_URL;
+
     const supervisor = new Supervisor({
       envs: args.envs,
       endpoint: args.endpoint,
@@ -79,7 +105,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         maxActionBytes: args.maxActionBytes,
         maxEpisodeInputBytes: args.maxEpisodeInputMb * 1024 * 1024,
       },
-      user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
+      user: userConfigFromArgs(args),
       recordDir: args.record ? args.recordDir : null,
       recordFailure: args.recordFailure,
       onGiveUp: (replica) => {

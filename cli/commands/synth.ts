@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { MultiBar, Presets } from "cli-progress";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { LlmClient, type StageEndpoint } from "../../synth/llm/llm-client.js";
+import { LlmClient, type StageEndpoint, type StageUsage } from "../../synth/llm/llm-client.js";
 import { runSynth, type SynthStage } from "../../synth/pipeline.js";
 import type { TaskFormat } from "../../synth/stages/mine.js";
 
@@ -21,6 +21,9 @@ interface SynthArgs {
   conversationEvery: number;
   cache?: string;
   progress: boolean;
+  timeout?: number;
+  maxRetries?: number;
+  maxTokens?: number;
 }
 
 const STAGES = ["mine", "plan", "code", "test", "judge", "scenario"];
@@ -44,6 +47,51 @@ export function stageEndpoints(args: { model: string; baseUrl?: string; stageMod
   return out;
 }
 
+function envNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new Error(`${name} must be a number; got '${raw}'`);
+  return n;
+}
+
+/**
+ * The LLM call limits: the flag, else ENVSCALER_LLM_TIMEOUT (seconds) / ENVSCALER_LLM_MAX_RETRIES /
+ * ENVSCALER_LLM_MAX_TOKENS, else the defaults (120 s, 4 retries, the server's own token cap).
+ */
+export function llmLimits(args: { timeout?: number; maxRetries?: number; maxTokens?: number }, env: NodeJS.ProcessEnv = process.env): { timeoutMs: number; maxRetries: number; maxTokens?: number } {
+  const timeout = args.timeout ?? envNumber(env, "ENVSCALER_LLM_TIMEOUT") ?? 120;
+  const maxRetries = args.maxRetries ?? envNumber(env, "ENVSCALER_LLM_MAX_RETRIES") ?? 4;
+  const maxTokens = args.maxTokens ?? envNumber(env, "ENVSCALER_LLM_MAX_TOKENS");
+  if (!(timeout > 0)) throw new Error(`the LLM timeout must be a positive number of seconds; got ${timeout}`);
+  if (!(Number.isInteger(maxRetries) && maxRetries >= 0)) throw new Error(`the LLM max retries must be an integer >= 0; got ${maxRetries}`);
+  if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens > 0)) throw new Error(`the LLM max tokens must be a positive integer; got ${maxTokens}`);
+  return { timeoutMs: timeout * 1000, maxRetries, ...(maxTokens !== undefined ? { maxTokens } : {}) };
+}
+
+/** Which progress bar an LLM stage's calls belong to. */
+const BAR_OF: Record<string, string> = { mine: "mine", plan: "build", code: "build", test: "build", judge: "build", scenario: "scenarios" };
+
+/** The LLM counters that a progress bar or log line shows, summed over the stages given. */
+export function llmCounters(usage: Record<string, StageUsage>, stages?: string[]): string {
+  const t = { calls: 0, retries: 0, timeouts: 0, reasks: 0, truncated: 0 };
+  for (const [stage, u] of Object.entries(usage)) {
+    if (stages && !stages.includes(BAR_OF[stage] ?? stage)) continue;
+    for (const k of Object.keys(t) as (keyof typeof t)[]) t[k] += u[k] ?? 0;
+  }
+  return `calls ${t.calls} retries ${t.retries} timeouts ${t.timeouts} re-asks ${t.reasks} (cut ${t.truncated})`;
+}
+
+/** The run's LLM summary: replies the model got wrong and calls the endpoint failed are different problems. */
+export function llmSummary(t: StageUsage): string {
+  return [
+    `LLM: ${t.calls} calls, ${t.cache_hits} from cache, ${t.prompt_tokens}+${t.completion_tokens} tokens`,
+    `${t.reasks} re-asks (${t.truncated} cut at the token limit)`,
+    `${t.invalid} replies still unusable after re-asks (bad JSON, wrong schema or failing code)`,
+    `${t.failures} calls failed on the transport after ${t.retries} retries (${t.timeouts} timeouts)`,
+  ].join("; ");
+}
+
 export const synthCommand: CommandModule<object, SynthArgs> = {
   command: "synth <stage>",
   describe: "Synthesize envs from task text: mine, build (plan, code, dual-agent test), scenarios, or all",
@@ -63,11 +111,30 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
       .option("per-env", { type: "number", default: 3, describe: "scenarios per env" })
       .option("conversation-every", { type: "number", default: 3, describe: "every n-th scenario is a conversation (0: none)" })
       .option("cache", { type: "string", describe: "LLM call cache (default OUT/.cache)" })
-      .option("progress", { type: "boolean", default: true, describe: "progress bars on stderr" }) as unknown as Argv<SynthArgs>,
+      .option("progress", { type: "boolean", default: true, describe: "progress on stderr: bars on a terminal, else a line every ENVSCALER_PROGRESS_INTERVAL seconds (default 5)" })
+      .option("timeout", { type: "number", describe: "seconds one LLM request may take before it is cancelled and retried (else ENVSCALER_LLM_TIMEOUT, else 120)" })
+      .option("max-retries", { type: "number", describe: "retries of one LLM request after a transport error or timeout (else ENVSCALER_LLM_MAX_RETRIES, else 4)" })
+      .option("max-tokens", { type: "number", describe: "max_tokens of every LLM request; a reply cut there is re-asked (else ENVSCALER_LLM_MAX_TOKENS, else the server's cap)" }) as unknown as Argv<SynthArgs>,
   handler: async (args: ArgumentsCamelCase<SynthArgs>) => {
-    const llm = new LlmClient({ endpoints: stageEndpoints(args), cacheDir: args.cache ?? join(args.out, ".cache"), concurrency: args.concurrency });
-    const bars = args.progress && process.stderr.isTTY ? new MultiBar({ format: "{stage} [{bar}] {value}/{total}", stream: process.stderr }, Presets.shades_classic) : null;
+    const bars = args.progress && process.stderr.isTTY ? new MultiBar({ format: "{stage} [{bar}] {value}/{total} | {llm}", stream: process.stderr }, Presets.shades_classic) : null;
     const seen = new Map<string, ReturnType<MultiBar["create"]>>();
+    const counts = new Map<string, { done: number; total: number }>();
+    // a retry or a timeout shows on its bar at once, not only when an item finishes
+    const refresh = () => {
+      for (const [stage, bar] of seen) bar.update(counts.get(stage)?.done ?? 0, { llm: llmCounters(llm.usage, [stage]) });
+    };
+    const llm = new LlmClient({ endpoints: stageEndpoints(args), cacheDir: args.cache ?? join(args.out, ".cache"), concurrency: args.concurrency, ...llmLimits(args), onEvent: () => bars && refresh() });
+    // with stderr not a terminal (a log file, CI, nohup) a plain line every few seconds says the run is alive
+    const started = Date.now();
+    const intervalS = Number(process.env.ENVSCALER_PROGRESS_INTERVAL ?? 5) || 5;
+    const ticker =
+      args.progress && !bars
+        ? setInterval(() => {
+            const stages = [...counts].map(([s, c]) => `${s} ${c.done}/${c.total}`).join(", ") || "starting";
+            process.stderr.write(`synth ${Math.round((Date.now() - started) / 1000)}s: ${stages} | ${llm.inFlight} in flight, ${llmCounters(llm.usage)}\n`);
+          }, intervalS * 1000)
+        : null;
+    ticker?.unref();
     try {
       const report = await runSynth(llm, {
         stage: args.stage,
@@ -80,26 +147,30 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
         perEnv: args.perEnv,
         conversationEvery: args.conversationEvery,
         progress: (stage, done, total) => {
+          counts.set(stage, { done, total });
           if (!bars) return;
-          const bar = seen.get(stage) ?? bars.create(total, 0, { stage: stage.padEnd(9) });
+          const bar = seen.get(stage) ?? bars.create(total, 0, { stage: stage.padEnd(9), llm: "" });
           seen.set(stage, bar);
           bar.setTotal(total);
-          bar.update(done);
+          refresh();
         },
       });
       bars?.stop();
       const t = llm.totals();
       console.log(`mined envs: ${report.mine?.envs ?? "-"}; built: ${report.build?.envs.filter((e) => e.kept).length ?? "-"} kept of ${report.build?.envs.length ?? "-"}; served: ${Object.keys(report.scenarios?.envs ?? {}).length} envs, ${Object.values(report.scenarios?.envs ?? {}).flat().length} scenarios`);
-      console.log(`LLM: ${t.calls} calls, ${t.cache_hits} from cache, ${t.reasks} re-asks, ${t.failures} failed, ${t.prompt_tokens}+${t.completion_tokens} tokens; report: ${join(args.out, "report.json")}`);
+      console.log(`${llmSummary(t)}; report: ${join(args.out, "report.json")}`);
       // an overnight run that produced nothing (an unreachable endpoint, a model that never
       // answers in shape) must not look like success to the script that started it
       const produced =
         args.stage === "mine" ? report.mine?.envs : args.stage === "build" ? report.build?.envs.filter((e) => e.kept).length : Object.keys(report.scenarios?.envs ?? {}).length;
       if (produced === 0) {
-        console.error(`envscaler synth ${args.stage}: nothing was produced (${t.failures} LLM calls failed); every rejection and its reason is in report.json`);
+        console.error(
+          `envscaler synth ${args.stage}: nothing was produced (${t.failures} LLM calls failed on the transport, ${t.invalid} replies still unusable after re-asks); every rejection and its reason is in report.json`,
+        );
         process.exitCode = 1;
       }
     } finally {
+      if (ticker) clearInterval(ticker);
       bars?.stop();
     }
   },

@@ -1,15 +1,18 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, statSync, writeFileSync } from "node:fs";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { episodePage } from "../../bridge/record/episode-page.js";
 import { replayAll } from "../../bridge/record/replay.js";
 import { selectForSft } from "../../bridge/record/sft-export.js";
 import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError, type RecordedEpisode } from "../../bridge/record/trajectory-reader.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { closeMatches } from "./close-matches.js";
 
 /** Exit code for a file this version cannot read (1 is "an episode diverged"). */
 const EXIT_UNREADABLE = 2;
 
 function load(file: string, episode?: string): RecordedEpisode[] {
+  if (!existsSync(file)) throw new Error(`no file ${file} (serve records episodes to --record-dir, default ./trajectories)`);
+  if (statSync(file).isDirectory()) throw new Error(`${file} is a folder; name one of its trajectory files (.jsonl)`);
   let t;
   try {
     t = readTrajectories(file);
@@ -22,7 +25,10 @@ function load(file: string, episode?: string): RecordedEpisode[] {
   if (t.format === LEGACY_FORMAT) console.error(`${file}: no format header: read as a file of the earlier, unversioned format (the same records)`);
   for (const s of t.skipped) console.error(`${file}:${s.line}: skipped: ${s.reason}`);
   const eps = episode ? t.episodes.filter((e) => e.start.episode_id === episode) : t.episodes;
-  if (episode && eps.length === 0) throw new Error(`no episode ${episode} in ${file}`);
+  if (episode && eps.length === 0) {
+    const near = closeMatches(episode, t.episodes.map((e) => e.start.episode_id), 3);
+    throw new Error(`no episode ${episode} in ${file}${near.length ? `; did you mean ${near.join(", ")}?` : ` (it holds ${t.episodes.length} episodes)`}`);
+  }
   return eps;
 }
 
@@ -85,7 +91,7 @@ export const viewCommand: CommandModule<object, ViewArgs> = {
       .positional("file", { type: "string", demandOption: true })
       .option("episode", { type: "string", describe: "episode id (default: the first in the file)" })
       .option("output", { alias: "o", type: "string", demandOption: true, describe: "the HTML file to write" }) as unknown as Argv<ViewArgs>,
-  handler: (args: ArgumentsCamelCase<ViewArgs>) => {
+  handler: async (args: ArgumentsCamelCase<ViewArgs>) => {
     const e = load(args.file, args.episode)[0];
     if (!e) throw new Error(`no episodes in ${args.file}`);
     writeFileSync(args.output, episodePage(e));
@@ -113,7 +119,7 @@ export const exportCommand: CommandModule<object, ExportArgs> = {
       .option("min-reward", { type: "number", describe: "keep episodes with at least this reward" })
       .option("min-turns", { type: "number" })
       .option("max-turns", { type: "number" }) as unknown as Argv<ExportArgs>,
-  handler: (args: ArgumentsCamelCase<ExportArgs>) => {
+  handler: async (args: ArgumentsCamelCase<ExportArgs>) => {
     const records = selectForSft(load(args.file), { minReward: args.minReward, minTurns: args.minTurns, maxTurns: args.maxTurns });
     writeFileSync(args.output, records.map((r) => JSON.stringify(r)).join("\n") + (records.length ? "\n" : ""));
     console.log(`${records.length} episodes → ${args.output}`);

@@ -22,6 +22,19 @@ from .vector_env import EnvScalerVectorEnv
 
 __version__ = "0.1.0"
 
+#: ``gymnasium.make(ENV_ID, endpoint=..., max_episode_steps=n)`` and ``gymnasium.make_vec(ENV_ID, ...)``.
+ENV_ID = "envscaler/EnvScaler-v0"
+
+
+def _register() -> None:
+    import gymnasium
+
+    if ENV_ID not in gymnasium.registry:
+        gymnasium.register(id=ENV_ID, entry_point="envscaler.envscaler_env:EnvScalerEnv")
+
+
+_register()
+
 __all__ = [
     "AgentAction",
     "AnyText",
@@ -33,6 +46,7 @@ __all__ = [
     "BridgeTimeout",
     "ERROR_CODES",
     "EnvScalerEnv",
+    "ENV_ID",
     "EnvScalerVectorEnv",
     "PROTOCOL_VERSION",
     "TextBatch",

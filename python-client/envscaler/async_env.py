@@ -17,6 +17,7 @@ from .bridge_client import CurveKeys
 from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, episode_seed, error_observation, plain_action, reset_tuple, step_tuple
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
 from .protocol import BridgeError, ShuttingDown
+from .reachability import check_reachable
 
 __all__ = ["AsyncEnvScalerEnv"]
 
@@ -53,6 +54,7 @@ class AsyncEnvScalerEnv:
         elif client is None:
             if endpoint is None:
                 raise ValueError("AsyncEnvScalerEnv needs an endpoint or a client")
+            check_reachable(endpoint)  # fail now, naming the endpoint, not at the first request's timeout
             client = AsyncBridgeClient(endpoint, timeout=timeout, curve=curve)
             self._owns_client = True
         else:

@@ -158,7 +158,7 @@ class BridgeClient:
                     if left <= 0 or not self._socket.poll(max(0, int(left * 1000) + 1), zmq.POLLIN):
                         if self._pending.get(rid) is not None:
                             break
-                        raise BridgeTimeout(f"no reply from {self.endpoint} within {timeout:g} s")
+                        raise BridgeTimeout(f"no reply from {self.endpoint} within {timeout:g} s (is the bridge there still running?)")
                     self._read_available()
                 reply = self._pending[rid]
                 assert reply is not None

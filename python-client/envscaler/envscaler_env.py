@@ -9,6 +9,7 @@ import gymnasium as gym
 
 from .bridge_client import BridgeClient, CurveKeys
 from .episode_logic import REOPEN_SESSION, close_session_quietly, open_client, choose_scenario, episode_seed, plain_action, reset_tuple, step_tuple
+from .protocol import BridgeError
 from .spaces import AgentAction, AnyText
 
 __all__ = ["EnvScalerEnv"]
@@ -30,6 +31,16 @@ class EnvScalerEnv(gym.Env[str, Any]):
       ``self.episode_id``.
     - One bridge session serves every episode (``reset`` passes its id); a session the bridge
       closed or lost is replaced transparently at the next reset.
+    - Every episode the bridge started is scored, however it stops. The bridge itself truncates
+      and scores an episode at the scenario's ``max_steps`` (in the reset info), so no
+      ``TimeLimit`` is needed. For a lower cap pass ``max_steps=n`` (also through
+      ``gymnasium.make(envscaler.ENV_ID, max_steps=n)``): on the n-th step of an episode the
+      bridge has not ended, the env ends it with ``finish`` and returns that step truncated with
+      the finish's reward and ``reward_info`` (``info["end_reason"] == "client"``,
+      ``info["truncated_by"] == "max_steps"``). A ``TimeLimit`` (``max_episode_steps``) cannot
+      do that: the wrapper truncates without telling the env. So a ``reset`` or ``close`` in the
+      middle of an episode finishes it first: the recorded episode is scored, though the
+      truncated step the trainer saw carried reward 0.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -41,8 +52,14 @@ class EnvScalerEnv(gym.Env[str, Any]):
         client: BridgeClient | None = None,
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
+        max_steps: int | None = None,
     ) -> None:
         super().__init__()
+        if max_steps is not None and int(max_steps) < 1:
+            raise ValueError("max_steps must be >= 1")
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self._live_episode = False  # the bridge episode of the current session has not ended
+        self._steps = 0
         client, self._owns_client = open_client("EnvScalerEnv", endpoint, client, curve, timeout)
         self.client = client
         self.observation_space = AnyText()
@@ -70,6 +87,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
         if self._closed:
             raise RuntimeError("the env is closed")
         super().reset(seed=seed)
+        self._finish_quietly()
         options = options or {}
         scenario = scenario_id or options.get("scenario_id") or choose_scenario(self.np_random, self.scenario_ids)
         bridge_seed = options.get("seed")
@@ -80,6 +98,8 @@ class EnvScalerEnv(gym.Env[str, Any]):
         self.scenario_id = str(scenario)
         obs, info = reset_tuple(result)
         self.episode_id = info.get("episode_id")
+        self._live_episode = True
+        self._steps = 0
         return obs, info
 
     def _reset(self, scenario: str, seed: int) -> dict[str, Any]:
@@ -91,11 +111,35 @@ class EnvScalerEnv(gym.Env[str, Any]):
         return self.client.reset(scenario, seed=seed)
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        return step_tuple(self.client.step(self._live(), plain_action(action)), drop=("episode_id",))
+        obs, reward, terminated, truncated, info = step_tuple(self.client.step(self._live(), plain_action(action)), drop=("episode_id",))
+        self._steps += 1
+        if terminated or truncated:
+            self._live_episode = False
+            return obs, reward, terminated, truncated, info
+        if self.max_steps is not None and self._steps >= self.max_steps:
+            # the trainer's time limit is reached before the bridge's own: score the episode now,
+            # so the truncated step carries the reward instead of leaving the episode unscored
+            _, reward, _, _, end = self.finish()
+            info.update({k: v for k, v in end.items() if k in ("end_reason", "reward_info", "error")})
+            info["truncated_by"] = "max_steps"
+            return obs, reward, False, True, info
+        return obs, reward, terminated, truncated, info
 
     def finish(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Ends the episode now and scores it (``end_reason: "client"``)."""
-        return step_tuple(self.client.finish(self._live()), drop=("episode_id",))
+        result = step_tuple(self.client.finish(self._live()), drop=("episode_id",))
+        self._live_episode = False
+        return result
+
+    def _finish_quietly(self) -> None:
+        """Scores an episode left running (reset or close mid-episode); the bridge may be gone."""
+        if not self._live_episode or self.session_id is None or self.client.closed:
+            return
+        self._live_episode = False
+        try:
+            self.client.finish(self.session_id)
+        except BridgeError:
+            pass
 
     def state(self) -> dict[str, Any]:
         """The env's current state (the bridge's ``state_json``, parsed)."""
@@ -142,6 +186,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
         """Closes the bridge session (and the client if this env made it). Idempotent."""
         if self._closed:
             return
+        self._finish_quietly()
         self._closed = True
         close_session_quietly(self.client, self.session_id)
         self.session_id = None

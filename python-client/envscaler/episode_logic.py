@@ -14,6 +14,7 @@ import numpy as np
 
 from .bridge_client import BridgeClient
 from .protocol import BridgeError, EpisodeDone, SessionClosed, SessionLost, UnknownSession
+from .reachability import check_reachable
 
 __all__ = [
     "open_client",
@@ -44,6 +45,7 @@ def open_client(who: str, endpoint: str | None, client: Any, curve: Any, timeout
         return client, False
     if endpoint is None:
         raise ValueError(f"{who} needs an endpoint or a client")
+    check_reachable(endpoint)  # a bridge that is not running fails here, not after the first request's timeout
     return BridgeClient(endpoint, timeout=timeout, curve=curve), True
 
 

@@ -106,3 +106,97 @@ class TextBatch(Space[np.ndarray]):
 
     def __repr__(self) -> str:
         return f"TextBatch({self.single!r}, {self.n})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared memory for text observations, so ``gymnasium.vector.AsyncVectorEnv`` (and
+# ``gymnasium.make_vec(..., vectorization_mode="async")``) works with its default
+# ``shared_memory=True``. Each sub-env gets a fixed slot of bytes: a 4-byte length, then UTF-8.
+
+#: Bytes per sub-env slot (observation text as UTF-8 plus 4); ENVSCALER_SHARED_TEXT_BYTES overrides it.
+SHARED_TEXT_BYTES = 1 << 20
+
+
+def _slot_bytes() -> int:
+    import os
+
+    raw = os.environ.get("ENVSCALER_SHARED_TEXT_BYTES")
+    return int(raw) if raw else SHARED_TEXT_BYTES
+
+
+def _slot_of(buffer: Any) -> tuple[memoryview, int]:
+    view = memoryview(buffer.get_obj()).cast("B")
+    return view, int.from_bytes(view[:4], "little")
+
+
+class SharedTextArray:
+    """The live view of ``n`` text slots in shared memory: reading decodes the current texts.
+
+    AsyncVectorEnv reads the shared buffer once and then returns ``deepcopy(observations)`` on each
+    step (``copy=True``, its default): the deep copy is a fresh numpy object array of the texts.
+    With ``copy=False`` it returns this view itself, which indexes and iterates like that array.
+    The buffer starts with the slot size (4 bytes), so writers in other processes need no setting.
+    """
+
+    def __init__(self, buffer: Any, n: int) -> None:
+        self._buffer, self._n = buffer, n
+
+    def _get(self, i: int) -> str:
+        view, slot = _slot_of(self._buffer)
+        base = 4 + i * slot
+        size = int.from_bytes(view[base : base + 4], "little")
+        return bytes(view[base + 4 : base + 4 + size]).decode("utf-8")
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: Any) -> Any:
+        return np.asarray(self)[i]
+
+    def __iter__(self) -> Any:
+        return iter(np.asarray(self))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.empty(self._n, dtype=object)
+        for i in range(self._n):
+            out[i] = self._get(i)
+        return out
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> np.ndarray:
+        return np.asarray(self)
+
+    def __repr__(self) -> str:
+        return f"SharedTextArray({list(np.asarray(self))!r})"
+
+
+def _register_shared_memory() -> None:
+    from gymnasium.vector.utils import shared_memory as shm
+
+    @shm.create_shared_memory.register(AnyText)
+    def _create(space: AnyText, n: int = 1, ctx: Any = None) -> Any:
+        import multiprocessing
+
+        slot = _slot_bytes()
+        buffer = (ctx or multiprocessing).Array("B", 4 + n * slot)
+        memoryview(buffer.get_obj()).cast("B")[:4] = slot.to_bytes(4, "little")
+        return buffer
+
+    @shm.read_from_shared_memory.register(AnyText)
+    def _read(space: AnyText, shared_memory: Any, n: int = 1) -> SharedTextArray:
+        return SharedTextArray(shared_memory, n)
+
+    @shm.write_to_shared_memory.register(AnyText)
+    def _write(space: AnyText, index: int, value: Any, shared_memory: Any) -> None:
+        data = str(value).encode("utf-8")
+        view, slot = _slot_of(shared_memory)
+        if len(data) + 4 > slot:
+            raise ValueError(
+                f"an observation of {len(data)} bytes does not fit the shared-memory slot of {slot - 4} bytes; "
+                "raise ENVSCALER_SHARED_TEXT_BYTES (in the process that creates the vector env) or pass shared_memory=False"
+            )
+        base = 4 + index * slot
+        view[base : base + 4] = len(data).to_bytes(4, "little")
+        view[base + 4 : base + 4 + len(data)] = data
+
+
+_register_shared_memory()

@@ -13,6 +13,7 @@ from .bridge_client import BridgeClient, CurveKeys
 from .fleet_view import as_fleet_view
 from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, close_session_quietly, episode_seed, error_observation, plain_action
 from .protocol import BridgeError, error_for
+from .reachability import check_reachable
 from .spaces import AgentAction, AnyText, TextBatch
 
 __all__ = ["EnvScalerVectorEnv"]
@@ -75,6 +76,8 @@ class EnvScalerVectorEnv(VectorEnv):
         if num_envs < 1:
             raise ValueError("num_envs must be >= 1")
         self.endpoints = eps
+        for ep in eps:
+            check_reachable(ep)  # fail now, naming the endpoint, rather than at the first request's timeout
         self.clients = [BridgeClient(ep, timeout=timeout, curve=curve) for ep in eps]
         self.num_envs = int(num_envs)
         # fail now, naming the limit, rather than at the first reset: sub-envs are spread evenly

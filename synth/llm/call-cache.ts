@@ -6,6 +6,8 @@ import { canonicalJson } from "../../bridge/state/canonical-json.js";
 export interface CachedCall {
   content: string;
   usage: { prompt_tokens: number; completion_tokens: number };
+  /** Why the reply ended ("length": cut at the token cap); absent in entries written before it was kept. */
+  finish_reason?: string;
 }
 
 /**

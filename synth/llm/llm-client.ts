@@ -19,22 +19,48 @@ export interface LlmClientOptions {
   cacheDir: string;
   /** Calls in flight at once, over all stages. @default 8 */
   concurrency?: number;
-  /** Transport retries per call (429, 5xx, timeouts), with the openai package's exponential backoff. @default 4 */
+  /** Transport retries per call (429, 5xx, connection errors, timeouts), with exponential backoff. @default 4 */
   maxRetries?: number;
-  /** @unit ms @default 120000 */
+  /** How long one request may take before it is cancelled (and retried). @unit ms @default 120000 */
   timeoutMs?: number;
-  /** Re-asks after an invalid reply (bad JSON, schema, code that fails), per ask. @default 2 */
+  /** `max_tokens` of every request; unset: the server's own cap. A reply cut at the cap is re-asked. */
+  maxTokens?: number;
+  /** Re-asks after an invalid reply (bad JSON, schema, code that fails, cut at the token cap), per ask. @default 2 */
   maxReasks?: number;
+  /** Told of every retry, timeout, re-ask and cut reply as it happens (progress bars, logs). */
+  onEvent?: (event: LlmEvent) => void;
+}
+
+export interface LlmEvent {
+  stage: string;
+  kind: "retry" | "timeout" | "reask" | "truncated";
+  message: string;
 }
 
 export interface StageUsage {
+  /** Requests answered by the endpoint (re-asks included, retries not). */
   calls: number;
   cache_hits: number;
   prompt_tokens: number;
   completion_tokens: number;
+  /** Replies sent back to the model with the reason they could not be used. */
   reasks: number;
+  /** Of the re-asks: replies cut at the token cap (finish_reason "length"). */
+  truncated: number;
+  /** Requests sent again after a transport error or a timeout. */
+  retries: number;
+  /** Requests cancelled at the timeout (each is retried until maxRetries). */
+  timeouts: number;
+  /** Asks given up because every reply was unusable (bad JSON, wrong schema, failing code) after all re-asks. */
+  invalid: number;
+  /** Calls that failed for good on the transport (HTTP errors, timeouts) after all retries. */
   failures: number;
 }
+
+const emptyUsage = (): StageUsage => ({ calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, truncated: 0, retries: 0, timeouts: 0, invalid: 0, failures: 0 });
+
+/** How much of a cut-off reply goes back to the model when it is re-asked (it often repeats itself to the cap). */
+const CUT_REPLY_ECHO_CHARS = 2000;
 
 /** A reply that is unusable; the message goes back to the model when it is re-asked. */
 export class InvalidReply extends Error {
@@ -55,6 +81,8 @@ export class LlmClient {
   private readonly cache: CallCache;
   private readonly limit: LimitFunction;
   private readonly clients = new Map<string, OpenAI>();
+  /** Requests waiting for the endpoint right now (for progress lines). */
+  inFlight = 0;
 
   constructor(private readonly options: LlmClientOptions) {
     this.cache = new CallCache(options.cacheDir);
@@ -69,39 +97,75 @@ export class LlmClient {
   }
 
   private stats(stage: string): StageUsage {
-    return (this.usage[stage] ??= { calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, failures: 0 });
+    return (this.usage[stage] ??= emptyUsage());
+  }
+
+  private emit(stage: string, kind: LlmEvent["kind"], message: string): void {
+    this.options.onEvent?.({ stage, kind, message });
   }
 
   /** One chat completion, from the cache when this exact request was answered before. */
   async chat(stage: string, messages: Message[]): Promise<string> {
+    return (await this.complete(stage, messages)).content;
+  }
+
+  /**
+   * One chat completion and why it ended. Transport errors and timeouts are retried here (not in
+   * the openai package) so that each retry and timeout is counted and reported as it happens.
+   */
+  private async complete(stage: string, messages: Message[]): Promise<{ content: string; finish_reason: string }> {
     const ep = this.endpoint(stage);
     const stats = this.stats(stage);
+    const maxTokens = this.options.maxTokens;
     // the key leaves out the API key (a secret, and not part of what the reply depends on)
-    const key = CallCache.key({ baseURL: ep.baseURL, model: ep.model, temperature: ep.temperature, messages });
+    const key = CallCache.key({ baseURL: ep.baseURL, model: ep.model, temperature: ep.temperature, messages, ...(maxTokens ? { max_tokens: maxTokens } : {}) });
     const hit = this.cache.get(key);
     if (hit) {
       stats.cache_hits++;
-      return hit.content;
+      return { content: hit.content, finish_reason: hit.finish_reason ?? "stop" };
     }
     return this.limit(async () => {
       let client = this.clients.get(`${ep.baseURL}\n${ep.apiKey}`);
       if (!client) {
-        client = new OpenAI({ baseURL: ep.baseURL, apiKey: ep.apiKey, maxRetries: this.options.maxRetries ?? 4, timeout: this.options.timeoutMs ?? 120_000 });
+        client = new OpenAI({ baseURL: ep.baseURL, apiKey: ep.apiKey, maxRetries: 0, timeout: this.options.timeoutMs ?? 120_000 });
         this.clients.set(`${ep.baseURL}\n${ep.apiKey}`, client);
       }
-      stats.calls++;
-      let content: string;
-      try {
-        const r = await client.chat.completions.create({ model: ep.model, temperature: ep.temperature, messages });
-        content = r.choices[0]?.message?.content ?? "";
-        stats.prompt_tokens += r.usage?.prompt_tokens ?? 0;
-        stats.completion_tokens += r.usage?.completion_tokens ?? 0;
-        this.cache.put(key, { content, usage: { prompt_tokens: r.usage?.prompt_tokens ?? 0, completion_tokens: r.usage?.completion_tokens ?? 0 } });
-      } catch (e) {
-        stats.failures++;
-        throw new LlmError(`${stage}: the LLM call failed after retries: ${(e as Error).message}`);
+      const maxRetries = this.options.maxRetries ?? 4;
+      const timeoutS = (this.options.timeoutMs ?? 120_000) / 1000;
+      let timeouts = 0;
+      for (let attempt = 0; ; attempt++) {
+        this.inFlight++;
+        try {
+          const r = await client.chat.completions.create({ model: ep.model, temperature: ep.temperature, messages, ...(maxTokens ? { max_tokens: maxTokens } : {}) });
+          stats.calls++;
+          const content = r.choices[0]?.message?.content ?? "";
+          const finish_reason = r.choices[0]?.finish_reason ?? "stop";
+          const usage = { prompt_tokens: r.usage?.prompt_tokens ?? 0, completion_tokens: r.usage?.completion_tokens ?? 0 };
+          stats.prompt_tokens += usage.prompt_tokens;
+          stats.completion_tokens += usage.completion_tokens;
+          this.cache.put(key, { content, usage, finish_reason });
+          return { content, finish_reason };
+        } catch (e) {
+          const timedOut = e instanceof OpenAI.APIConnectionTimeoutError;
+          const status = e instanceof OpenAI.APIError ? e.status : undefined;
+          const retryable = e instanceof OpenAI.APIConnectionError || status === 408 || status === 409 || status === 429 || (status !== undefined && status >= 500);
+          if (timedOut) {
+            timeouts++;
+            stats.timeouts++;
+            this.emit(stage, "timeout", `${stage}: no reply within ${timeoutS} s (try ${attempt + 1} of ${maxRetries + 1})`);
+          }
+          if (!retryable || attempt >= maxRetries) {
+            stats.failures++;
+            const why = timeouts ? `; ${timeouts} of them timed out after ${timeoutS} s (raise --timeout / ENVSCALER_LLM_TIMEOUT for a slow endpoint)` : "";
+            throw new LlmError(`${stage}: the LLM call failed after ${attempt + 1} tries${why}: ${(e as Error).message}`);
+          }
+          stats.retries++;
+          this.emit(stage, "retry", `${stage}: retrying after ${(e as Error).message}`);
+        } finally {
+          this.inFlight--;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
       }
-      return content;
     });
   }
 
@@ -114,17 +178,23 @@ export class LlmClient {
     const convo = [...messages];
     const max = this.options.maxReasks ?? 2;
     for (let attempt = 0; ; attempt++) {
-      const reply = await this.chat(stage, convo);
+      const { content: reply, finish_reason } = await this.complete(stage, convo);
+      const cut = finish_reason === "length";
       try {
+        // a reply cut at the token cap is unusable even when a prefix parses: it is re-asked
+        if (cut) throw new InvalidReply(`it was cut off at the token limit${this.options.maxTokens ? ` (max_tokens ${this.options.maxTokens})` : ""} before it ended (finish_reason "length"); it may have repeated itself. Reply again, complete and shorter, without repeating anything`);
         return await parse(reply);
       } catch (e) {
         if (!(e instanceof InvalidReply)) throw e;
         if (attempt >= max) {
-          this.stats(stage).failures++;
+          this.stats(stage).invalid++;
           throw new LlmError(`${stage}: still invalid after ${max} re-asks: ${e.message}`);
         }
         this.stats(stage).reasks++;
-        convo.push({ role: "assistant", content: reply }, { role: "user", content: `Your reply cannot be used: ${e.message}\nReply again, in the required format, fixing exactly that.` });
+        if (cut) this.stats(stage).truncated++;
+        this.emit(stage, cut ? "truncated" : "reask", `${stage}: re-asking: ${e.message}`);
+        const echoed = cut && reply.length > CUT_REPLY_ECHO_CHARS ? `${reply.slice(0, CUT_REPLY_ECHO_CHARS)}\n[… cut]` : reply;
+        convo.push({ role: "assistant", content: echoed }, { role: "user", content: `Your reply cannot be used: ${e.message}\nReply again, in the required format, fixing exactly that.` });
       }
     }
   }
@@ -147,8 +217,8 @@ export class LlmClient {
   }
 
   totals(): StageUsage {
-    const t: StageUsage = { calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, failures: 0 };
-    for (const u of Object.values(this.usage)) for (const k of Object.keys(t) as (keyof StageUsage)[]) t[k] += u[k];
+    const t = emptyUsage();
+    for (const u of Object.values(this.usage)) for (const k of Object.keys(t) as (keyof StageUsage)[]) t[k] += u[k] ?? 0;
     return t;
   }
 }

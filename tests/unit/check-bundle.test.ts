@@ -108,3 +108,26 @@ test("the examples in docs/env-format.md form one bundle that passes check", asy
   expect(report.problems).toEqual([]);
   expect(report).toMatchObject({ tools: 3, scenarios: 1 });
 });
+
+test("a syntax error in env.js is reported with its line and column and the line itself", async () => {
+  const dir = brokenCopy((f) => (f.source = f.source.replace("return { success: true, data:", "return { success: true,, data:")));
+  const found = (await problems(dir)).join("\n");
+  expect(found).toMatch(/^env\.js:9:\d+: the env does not load in the sandbox: SyntaxError: /);
+  expect(found).toMatch(/\n\s+9 \| return \{ success: true,, data:/);
+});
+
+test("every tool runs at least once: a tool no reference solution calls is probed, and a TypeError on it fails the check", async () => {
+  // the shape the dual-agent test caught in a synthesized env and check passed: add_to_cart threw TypeError on every call
+  const broken = brokenCopy((f) => {
+    f.source = f.source.replace("escalate() {", "escalate() { return this.cart.items.push(1); }\n  escalate_old() {");
+  });
+  const found = (await problems(broken)).join("\n");
+  expect(found).toMatch(/tool escalate throws TypeError when called with \{\}: .*no reference solution calls it/);
+  // a tool whose reference call throws a TypeError is a bug too (a deliberate Error is allowed)
+  const viaReference = brokenCopy((f) => {
+    f.source = f.source.replace("delete_note({ note_id }) {", "delete_note({ note_id }) { null.x;");
+  });
+  expect((await problems(viaReference)).join("\n")).toMatch(/reference action rejected: delete_note: delete_note raised TypeError/);
+  // probes use the simplest arguments the schema accepts; tools answering them with {success: false} pass
+  expect(await problems(join(FIXTURES, "notes"))).toEqual([]);
+});

@@ -24,7 +24,7 @@ test("a failing command prints one line and exits 1; a path without bundles fail
   );
   const demo = await fail(["demo", "--envs", FIXTURES, "--scenario", "nope"]);
   expect(demo.code).toBe(1);
-  expect(demo.stderr.trim()).toBe("envscaler: no scenario nope");
+  expect(demo.stderr.trim()).toBe("envscaler: no scenario nope (`npx envscaler list` lists them all)");
   const check = await fail(["check", join(FIXTURES, "does-not-exist")]);
   expect(check.code).toBe(1);
   expect(check.stdout).toContain("0/0 bundles passed; 1 path(s) held no bundle");

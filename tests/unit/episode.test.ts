@@ -149,3 +149,14 @@ test("reference_state: the same work in another order scores 1.0 (created ids ma
   expect(ref.passed).toBe(false);
   expect(ref.error).toMatch(/\/loans\/L00/);
 });
+
+test("a task episode: a fenced JSON call runs, a garbled one is an invalid_action, a text reply ends it with the text in info", async () => {
+  const e = await start();
+  const fenced = await e.step('```json\n{"name": "list_notes", "arguments": {"user_id": "u1"}}\n```');
+  expect(fenced).toMatchObject({ terminated: false, observation: { role: "tool" }, info: { tool_calls: [{ name: "list_notes", arguments: { user_id: "u1" } }] } });
+  const garbled = await e.step('```json\n{"name": "list_notes", "arguments": {"user_id": "u1"\n```');
+  expect(garbled.terminated || garbled.truncated).toBe(false);
+  expect(errorOf(garbled.observation.content)).toMatchObject({ type: "invalid_action", message: expect.stringContaining("not valid JSON") });
+  const done = await e.step("All your notes are listed above.");
+  expect(done).toMatchObject({ terminated: true, info: { end_reason: "text_reply", end_text: "All your notes are listed above." } });
+});

@@ -6,9 +6,9 @@ import { expect, test } from "vitest";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { canonicalJson } from "../../bridge/state/canonical-json.js";
-import { stageEndpoints } from "../../cli/commands/synth.js";
+import { llmLimits, llmSummary, stageEndpoints } from "../../cli/commands/synth.js";
 import { CallCache } from "../../synth/llm/call-cache.js";
-import { LlmClient, LlmError } from "../../synth/llm/llm-client.js";
+import { LlmClient, LlmError, type LlmEvent } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { apiBankRequest, prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
@@ -207,8 +207,84 @@ test("a synth run that produces nothing exits 1 and says why", async () => {
     let stderr = "";
     child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
     expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
-    expect(stderr).toMatch(/synth mine: nothing was produced \(1 LLM calls failed\)/);
+    expect(stderr).toMatch(/synth mine: nothing was produced \(1 LLM calls failed on the transport, 0 replies still unusable after re-asks\)/);
     expect(existsSync(join(out, "report.json"))).toBe(true);
+  } finally {
+    await fixture.close();
+  }
+}, 60_000);
+
+// The failure shapes a real small model on llama.cpp produced (issue 14): a reply repeated until the
+// server's token cap (finish_reason "length"), and an endpoint that never answers.
+test("a reply cut at the token cap is re-asked with that reason; max_tokens is sent; the echo of the cut reply is bounded", async () => {
+  const repeated = "The library has books and members. ".repeat(400);
+  const fixture = await OpenAIFixture.start([{ content: repeated, finish_reason: "length" }, '```json\n{"a": 1}\n```']);
+  const events: LlmEvent[] = [];
+  try {
+    const llm = llmFor(fixture, tmp(), { maxTokens: 64, onEvent: (e) => events.push(e) });
+    const { z } = await import("zod");
+    expect(await llm.askJson("mine", [{ role: "user", content: "judge" }], z.object({ a: z.number() }))).toEqual({ a: 1 });
+    expect(fixture.requests.map((r) => r.max_tokens)).toEqual([64, 64]);
+    const reask = fixture.requests[1]!.messages;
+    expect(reask.at(-1)!.content).toMatch(/cut off at the token limit \(max_tokens 64\).*finish_reason "length"/);
+    expect(reask.at(-2)!.content.length).toBeLessThan(2100);
+    expect(llm.usage.mine).toMatchObject({ calls: 2, reasks: 1, truncated: 1, invalid: 0, failures: 0 });
+    expect(events.map((e) => e.kind)).toEqual(["truncated"]);
+    // even a cut reply whose prefix would parse is not used
+    const again = await OpenAIFixture.start([{ content: '{"a": 2}', finish_reason: "length" }, '{"a": 3}']);
+    try {
+      expect(await llmFor(again, tmp()).askJson("mine", [{ role: "user", content: "x" }], z.object({ a: z.number() }))).toEqual({ a: 3 });
+    } finally {
+      await again.close();
+    }
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("a hung endpoint: each try is cancelled at the timeout and retried, counted, reported, and the error says what to raise", async () => {
+  const fixture = await OpenAIFixture.start(() => ({ hang: true }));
+  const events: LlmEvent[] = [];
+  try {
+    const llm = llmFor(fixture, tmp(), { timeoutMs: 200, maxRetries: 1, onEvent: (e) => events.push(e) });
+    await expect(llm.chat("code", [{ role: "user", content: "x" }])).rejects.toThrow(/failed after 2 tries; 2 of them timed out after 0.2 s \(raise --timeout/);
+    expect(fixture.requests).toHaveLength(2);
+    expect(llm.usage.code).toMatchObject({ calls: 0, retries: 1, timeouts: 2, failures: 1, invalid: 0 });
+    expect(events.map((e) => e.kind)).toEqual(["timeout", "retry", "timeout"]);
+    expect(llm.inFlight).toBe(0);
+    // a schema-invalid reply and a failed call are told apart in the summary
+    expect(llmSummary(llm.totals())).toMatch(/0 replies still unusable after re-asks.*1 calls failed on the transport after 1 retries \(2 timeouts\)/);
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("LLM limits come from the flags, else ENVSCALER_LLM_* env vars, else the defaults", () => {
+  expect(llmLimits({}, {})).toEqual({ timeoutMs: 120_000, maxRetries: 4 });
+  expect(llmLimits({}, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_MAX_RETRIES: "1", ENVSCALER_LLM_MAX_TOKENS: "1024" })).toEqual({ timeoutMs: 600_000, maxRetries: 1, maxTokens: 1024 });
+  expect(llmLimits({ timeout: 30, maxRetries: 0, maxTokens: 256 }, { ENVSCALER_LLM_TIMEOUT: "600" })).toEqual({ timeoutMs: 30_000, maxRetries: 0, maxTokens: 256 });
+  expect(() => llmLimits({ timeout: 0 }, {})).toThrow(/timeout must be a positive/);
+  expect(() => llmLimits({}, { ENVSCALER_LLM_MAX_RETRIES: "many" })).toThrow(/ENVSCALER_LLM_MAX_RETRIES must be a number/);
+});
+
+test("synth with stderr not a terminal logs a progress line every few seconds, with timeouts and retries; the flags reach the requests", async () => {
+  const out = tmp();
+  const input = join(out, "tasks.jsonl");
+  writeFileSync(input, JSON.stringify({ task: TASKS[0] }));
+  const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+  const fixture = await OpenAIFixture.start(() => ({ hang: true }));
+  try {
+    const args = ["--import", "tsx", cli, "synth", "mine", "--out", out, "--input", input, "--base-url", fixture.baseURL, "--model", "m", "--timeout", "1", "--max-retries", "1", "--max-tokens", "77"];
+    const child = spawn(process.execPath, args, { env: { ...process.env, OPENAI_API_KEY: "test", ENVSCALER_PROGRESS_INTERVAL: "0.3" }, stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    let stdout = "";
+    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+    expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
+    expect(stderr).toMatch(/^synth \d+s: .*in flight, calls 0 retries \d timeouts \d/m);
+    expect(stderr).toMatch(/timeouts [12] /);
+    expect(stdout).toMatch(/1 calls failed on the transport after 1 retries \(2 timeouts\)/);
+    expect(fixture.requests.map((r) => r.max_tokens)).toEqual([77, 77]);
   } finally {
     await fixture.close();
   }

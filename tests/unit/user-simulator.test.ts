@@ -1,6 +1,7 @@
 import { afterEach, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { parseUserReply, STOP_MARKER } from "../../bridge/episode/user-simulator.js";
+import { GREETING, OpenAIUserSimulator, outOfRole, parseUserReply, resolveUserConfig, STOP_MARKER } from "../../bridge/episode/user-simulator.js";
+import { userConfigFromArgs } from "../../cli/commands/serve.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
 
@@ -51,4 +52,71 @@ test("a failing user endpoint ends the episode with user_simulator_failed", asyn
   const { episode_id } = await rt.reset("notes-2", 1);
   const r = await rt.step(episode_id, "What do you need?");
   expect(r).toMatchObject({ terminated: true, reward: 0, info: { error: { code: "user_simulator_failed" } } });
+});
+
+test("a user who opens with the stop marker ends the episode as user_stop, scored at the next step; the action is not run", async () => {
+  fixture = await OpenAIFixture.start([`# Thought:\nnothing to do\n# Reply:\n${STOP_MARKER}`]);
+  rt = await EnvRuntime.start({ envs: [FIXTURES], user: { baseURL: fixture.baseURL, apiKey: "k" } });
+  const { episode_id, observation, info } = await rt.reset("notes-2", 3);
+  expect(observation.content).toBe(STOP_MARKER);
+  expect(info.end_reason).toBe("user_stop");
+  const end = await rt.step(episode_id, { name: "add_note", arguments: { user_id: "u3", title: "x", body: "y" } });
+  expect(end).toMatchObject({ terminated: true, info: { end_reason: "user_stop", tool_calls: [] } });
+  expect(end.info.reward_info?.total).toBeGreaterThan(0);
+  await expect(rt.step(episode_id, "hello?")).rejects.toThrow(/ended/);
+});
+
+test("a stop marker inside a longer user reply ends the episode", async () => {
+  fixture = await OpenAIFixture.start(["# Reply:\nHi, list my notes, I'm u3.", `# Thought:\nok\n# Reply:\nThanks, that is all! ${STOP_MARKER}`]);
+  rt = await EnvRuntime.start({ envs: [FIXTURES], user: { baseURL: fixture.baseURL, apiKey: "k" } });
+  const { episode_id } = await rt.reset("notes-2", 3);
+  const end = await rt.step(episode_id, "You have one note.");
+  expect(end).toMatchObject({ terminated: true, info: { end_reason: "user_stop" } });
+});
+
+test("a user reply that plays the agent or echoes the greeting is re-asked once, with the reason; the detour leaves the history", async () => {
+  fixture = await OpenAIFixture.start([
+    `# Thought:\nhmm\n# Reply:\n${GREETING}`,
+    "# Thought:\nright, I am the user\n# Reply:\nI need to list my notes, I'm u3.",
+    "# Reply:\nAgent: Is there anything else I can help you with?",
+    "# Reply:\nStill agent-like: how can I help you?", // the one re-ask is spent: kept as it is
+  ]);
+  const sim = new OpenAIUserSimulator("list notes", "you are u3", { baseURL: fixture.baseURL, apiKey: "k" });
+  expect(await sim.start()).toBe("I need to list my notes, I'm u3.");
+  const reask = fixture.requests[1]!.messages.at(-1)!;
+  expect(reask.role).toBe("user");
+  expect(reask.content).toMatch(/\[System\] your reply repeats the Agent's message\. You are the human user/);
+  expect(await sim.reply("You have one note.")).toBe("Still agent-like: how can I help you?");
+  expect(fixture.requests[3]!.messages.at(-1)!.content).toMatch(/written as the Agent/);
+  // the history the next request carries has no detour: greeting, opening, agent turn, last reply
+  expect(fixture.requests[3]!.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "user", "assistant", "user"]);
+  expect(fixture.requests).toHaveLength(4);
+});
+
+test("outOfRole: agent-like replies are caught, ordinary user replies are not", () => {
+  expect(outOfRole("[Agent] Sure, let me check.", "x")).toMatch(/as the Agent/);
+  expect(outOfRole("Hi! How can I help you today?", GREETING)).toMatch(/repeats/);
+  expect(outOfRole("Hello, how may I assist you?", "x")).toMatch(/offers help/);
+  expect(outOfRole("Please renew book b2 for me; my id is u3.", GREETING)).toBeNull();
+  expect(outOfRole("Yes, that's right.", "Is your id u3?")).toBeNull();
+});
+
+test("the simulated user's model, temperature and timeout come from the config, else the environment, else the defaults", () => {
+  expect(resolveUserConfig({}, {})).toMatchObject({ model: "gpt-4.1", temperature: 0.7, timeoutMs: 60_000 });
+  const env = { ENVSCALER_USER_MODEL: "qwen", ENVSCALER_USER_TEMPERATURE: "0", ENVSCALER_USER_TIMEOUT: "300", USER_OPENAI_BASE_URL: "http://u/v1" };
+  expect(resolveUserConfig({}, env)).toMatchObject({ model: "qwen", temperature: 0, timeoutMs: 300_000, baseURL: "http://u/v1" });
+  expect(resolveUserConfig({ model: "m", temperature: 1, timeoutMs: 5 }, env)).toMatchObject({ model: "m", temperature: 1, timeoutMs: 5 });
+  expect(() => resolveUserConfig({}, { ENVSCALER_USER_TIMEOUT: "soon" })).toThrow(/ENVSCALER_USER_TIMEOUT must be a non-negative number/);
+  // serve's flags: seconds become ms; nothing set and no endpoint in the environment means no simulated user
+  expect(userConfigFromArgs({ userModel: "qwen", userTimeout: 300, userTemperature: 0 }, {})).toEqual({ model: "qwen", timeoutMs: 300_000, temperature: 0 });
+  expect(userConfigFromArgs({}, {})).toBeNull();
+  expect(userConfigFromArgs({}, { ENVSCALER_USER_MODEL: "qwen" })).toEqual({});
+  expect(() => userConfigFromArgs({ userTimeout: 0 }, {})).toThrow(/--user-timeout/);
+});
+
+test("a hung user endpoint fails the episode after the configured timeout, naming the endpoint", async () => {
+  fixture = await OpenAIFixture.start([{ hang: true }]);
+  rt = await EnvRuntime.start({ envs: [FIXTURES], user: { baseURL: fixture.baseURL, apiKey: "k", timeoutMs: 300, maxRetries: 0, model: "slow-model" } });
+  await expect(rt.reset("notes-2", 1)).rejects.toMatchObject({ code: "user_simulator_failed", message: expect.stringMatching(/timed out/i) });
+  await expect(rt.reset("notes-2", 1)).rejects.toThrow(/slow-model/);
 });

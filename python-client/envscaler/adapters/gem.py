@@ -47,13 +47,16 @@ class EnvScalerGemEnv(_Base):  # type: ignore[misc, valid-type]
         client: BridgeClient | None = None,
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
+        seed: int | None = None,
     ) -> None:
+        """``seed`` (GEM's ``make``/``make_vec`` pass one to every constructor) seeds the scenario
+        draw and the bridge seeds of resets called without a seed of their own."""
         if _Base is not object:
             super().__init__()
         client, self._owns_client = open_client("EnvScalerGemEnv", endpoint, client, curve, timeout)
         self.client = client
         self.scenario_ids = list(scenario_ids) if scenario_ids is not None else [s["scenario_id"] for s in client.list_scenarios()]
-        self._np_random, self._np_random_seed = seeding.np_random()
+        self._np_random, self._np_random_seed = seeding.np_random(None if seed is None else int(seed))
         self.session_id: str | None = None
         self.scenario_id: str | None = None
         self._closed = False

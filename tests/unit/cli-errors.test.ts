@@ -1,0 +1,65 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { expect, test } from "vitest";
+import { closeMatches } from "../../cli/commands/close-matches.js";
+import { listing } from "../../cli/commands/list.js";
+import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { FIXTURES } from "../helpers.js";
+
+const run = promisify(execFile);
+const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+/** Runs the CLI; resolves with its exit code and output whether it failed or not. */
+const envscaler = (...args: string[]) =>
+  run(process.execPath, ["--import", "tsx", cli, ...args]).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+  );
+
+test("close matches: the same family first, then by edit distance", () => {
+  const ids = ["library-1", "library-2", "library-10", "bank-1", "hotel-1", "libary-3"];
+  expect(closeMatches("library-99", ids)).toEqual(["library-1", "library-2", "library-10", "libary-3"]);
+  expect(closeMatches("hotl-1", ids)).toEqual(["hotel-1"]);
+  expect(closeMatches("zzzzzz", ids)).toEqual([]);
+});
+
+test("list: envs and their scenarios from bundle folders; an unknown --env names the known ones", () => {
+  const { envs } = listing({ what: "all", envs: [FIXTURES] });
+  expect(envs.map((e) => e.env_id)).toEqual(["notes-v1"]);
+  expect(envs[0]!.scenarios.map((s) => [s.scenario_id, s.mode])).toEqual([
+    ["notes-1", "task"],
+    ["notes-2", "conversation"],
+  ]);
+  expect(() => listing({ what: "all", envs: [FIXTURES], env: "nope-v1" })).toThrow(/no env nope-v1; the envs are: notes-v1/);
+  expect(listing({ what: "envs", envs: [BUNDLED_ENVS] }).envs.map((e) => e.env_id)).toContain("library-v1");
+});
+
+test("the CLI: list prints envs and scenarios; a mistyped scenario lists close matches; view/export of a missing file or episode is one line, no stack", async () => {
+  const list = await envscaler("list", "--envs", FIXTURES);
+  expect(list.code).toBe(0);
+  expect(list.stdout).toMatch(/^notes-v1 {2}Notes \(test fixture\) \(6 tools, 2 scenarios\)\n {2}notes-1 +task +Add a note/);
+  const envsOnly = await envscaler("list", "envs", "--json");
+  expect(JSON.parse(envsOnly.stdout).map((e: { env_id: string }) => e.env_id)).toContain("library-v1");
+
+  const demo = await envscaler("demo", "--scenario", "library-99");
+  expect(demo.code).toBe(1);
+  expect(demo.stderr.trim()).toBe("envscaler: no scenario library-99; did you mean library-1, library-2, library-3, library-4, library-5? (`npx envscaler list` lists them all)");
+
+  const dir = mkdtempSync(join(tmpdir(), "envscaler-cli-"));
+  for (const args of [
+    ["view", join(dir, "missing.jsonl"), "-o", join(dir, "x.html")],
+    ["export", "sft", join(dir, "missing.jsonl"), "-o", join(dir, "x.jsonl")],
+  ]) {
+    const r = await envscaler(...args);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim()).toBe(`envscaler: no file ${join(dir, "missing.jsonl")} (serve records episodes to --record-dir, default ./trajectories)`);
+  }
+  const empty = join(dir, "empty.jsonl");
+  writeFileSync(empty, "");
+  const noEpisode = await envscaler("view", empty, "--episode", "abc", "-o", join(dir, "x.html"));
+  // an empty file is not a trajectory file at all: refused with one line, before any episode lookup
+  expect(noEpisode.stderr.trim()).toBe(`envscaler: ${empty} is empty: it holds no trajectory records`);
+  expect(noEpisode.stderr).not.toMatch(/\n\s+at /);
+}, 180_000);
