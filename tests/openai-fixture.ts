@@ -7,21 +7,38 @@ import type { AddressInfo } from "node:net";
  * an HTTP error status) and records the request body.
  */
 export interface FixtureRequest {
-  messages: { role: string; content: string }[];
+  messages: { role: string; content: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
   model: string;
+  tools?: unknown[];
+  [k: string]: unknown;
 }
 
+/**
+ * A full reply: an assistant message with tool calls (and optional reasoning), usage, or `hang`
+ * (the request is never answered: a hung endpoint).
+ */
+export interface FixtureReply {
+  content?: string | null;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  reasoning_content?: string;
+  usage?: { prompt_tokens: number; completion_tokens: number };
+  hang?: true;
+}
+
+/** A reply: message content, an HTTP error status, or a full reply. */
+export type Scripted = string | number | FixtureReply;
+
 /** Picks the reply to a request (for concurrent callers, where order is not fixed). */
-export type Responder = (request: FixtureRequest) => string | number;
+export type Responder = (request: FixtureRequest) => Scripted;
 
 export class OpenAIFixture {
   readonly requests: FixtureRequest[] = [];
   private constructor(
     private readonly server: Server,
-    private readonly script: (string | number)[] | Responder,
+    private readonly script: Scripted[] | Responder,
   ) {}
 
-  static async start(script: (string | number)[] | Responder): Promise<OpenAIFixture> {
+  static async start(script: Scripted[] | Responder): Promise<OpenAIFixture> {
     const server = createServer();
     const fixture = new OpenAIFixture(server, typeof script === "function" ? script : [...script]);
     server.on("request", (req, res) => {
@@ -39,14 +56,18 @@ export class OpenAIFixture {
           res.writeHead(typeof next === "number" ? next : 500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "scripted failure" } }));
           return;
         }
+        const reply: FixtureReply = typeof next === "string" ? { content: next } : next;
+        if (reply.hang) return; // never answered; close() drops the connection
+        const usage = reply.usage ?? { prompt_tokens: 1, completion_tokens: 1 };
+        const message = { role: "assistant", content: reply.content ?? null, ...(reply.tool_calls ? { tool_calls: reply.tool_calls } : {}), ...(reply.reasoning_content ? { reasoning_content: reply.reasoning_content } : {}) };
         res.writeHead(200, { "content-type": "application/json" }).end(
           JSON.stringify({
             id: `chatcmpl-${fixture.requests.length}`,
             object: "chat.completion",
             created: 0,
             model: "fixture",
-            choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: next } }],
-            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+            choices: [{ index: 0, finish_reason: reply.tool_calls ? "tool_calls" : "stop", message }],
+            usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
           }),
         );
       });
@@ -60,6 +81,8 @@ export class OpenAIFixture {
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections(); // hung requests included
+    return closed;
   }
 }
