@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { qwenToolsSection } from "../bridge/record/sft-export.js";
 
 export type ScenarioMode = "task" | "conversation";
 export type AgentMode = "fc" | "prompt";
@@ -41,23 +42,7 @@ export function environmentIntroduction(introduction: string, rules: string[]): 
 }
 
 /** Qwen3's tool advertisement (what its chat template writes for `tools`), for prompt mode. */
-export function toolsSection(tools: unknown[]): string {
-  return [
-    "# Tools",
-    "",
-    "You may call one or more functions to assist with the user query.",
-    "",
-    "You are provided with function signatures within <tools></tools> XML tags:",
-    "<tools>",
-    ...tools.map((t) => JSON.stringify(t)),
-    "</tools>",
-    "",
-    "For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:",
-    "<tool_call>",
-    '{"name": <function-name>, "arguments": <args-json-object>}',
-    "</tool_call>",
-  ].join("\n");
-}
+export const toolsSection = qwenToolsSection;
 
 export interface SystemPromptOptions {
   mode: ScenarioMode;

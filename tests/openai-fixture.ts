@@ -23,6 +23,8 @@ export interface FixtureReply {
   reasoning_content?: string;
   usage?: { prompt_tokens: number; completion_tokens: number };
   hang?: true;
+  /** Answer only after this long (a slow model). @unit ms */
+  delayMs?: number;
 }
 
 /** A reply: message content, an HTTP error status, or a full reply. */
@@ -60,16 +62,17 @@ export class OpenAIFixture {
         if (reply.hang) return; // never answered; close() drops the connection
         const usage = reply.usage ?? { prompt_tokens: 1, completion_tokens: 1 };
         const message = { role: "assistant", content: reply.content ?? null, ...(reply.tool_calls ? { tool_calls: reply.tool_calls } : {}), ...(reply.reasoning_content ? { reasoning_content: reply.reasoning_content } : {}) };
-        res.writeHead(200, { "content-type": "application/json" }).end(
-          JSON.stringify({
-            id: `chatcmpl-${fixture.requests.length}`,
-            object: "chat.completion",
-            created: 0,
-            model: "fixture",
-            choices: [{ index: 0, finish_reason: reply.tool_calls ? "tool_calls" : "stop", message }],
-            usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
-          }),
-        );
+        const payload = JSON.stringify({
+          id: `chatcmpl-${fixture.requests.length}`,
+          object: "chat.completion",
+          created: 0,
+          model: "fixture",
+          choices: [{ index: 0, finish_reason: reply.tool_calls ? "tool_calls" : "stop", message }],
+          usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+        });
+        const send = () => res.writeHead(200, { "content-type": "application/json" }).end(payload);
+        if (reply.delayMs) setTimeout(send, reply.delayMs);
+        else send();
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
