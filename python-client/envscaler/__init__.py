@@ -4,6 +4,7 @@ The protocol (docs/protocol.md in the repository) is in ``envscaler.protocol``; 
 trainer normally needs is importable from here.
 """
 
+from .agent import Agent, EpisodeResult, rollout
 from .async_bridge_client import AsyncBridgeClient
 from .async_env import AsyncEnvScalerEnv
 from .bridge_client import BridgeClient
@@ -23,6 +24,7 @@ from .vector_env import EnvScalerVectorEnv
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "AgentAction",
     "AnyText",
     "AsyncBridgeClient",
@@ -34,10 +36,12 @@ __all__ = [
     "ERROR_CODES",
     "EnvScalerEnv",
     "EnvScalerVectorEnv",
+    "EpisodeResult",
     "PROTOCOL_VERSION",
     "TextBatch",
     "connect",
     "error_for",
     "launch",
     "replay",
+    "rollout",
 ]
