@@ -8,6 +8,7 @@ import { selectScenarios } from "../../agent/select-scenarios.js";
 import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
 import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
+import { rolloutWith, type RolloutArgs } from "../../cli/commands/rollout.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture, type FixtureReply, type FixtureRequest, type Scripted } from "../openai-fixture.js";
 
@@ -202,4 +203,25 @@ test("--scenarios takes ids, globs and env ids; a pattern that matches nothing i
   expect(selectScenarios(all, ["lib-*"]).map((s) => s.scenario_id)).toEqual(["lib-1", "lib-2"]);
   expect(selectScenarios(all, ["bank-v1", "lib-2"]).map((s) => s.scenario_id)).toEqual(["lib-2", "bank-1"]);
   expect(() => selectScenarios(all, ["nope*"])).toThrow(/matches no scenario/);
+});
+
+test("--connection-file joins a running bridge (CurveZMQ keys from the file) and spreads episodes over its replicas", async () => {
+  const dir = tmp();
+  const fixture = await OpenAIFixture.start(() => "Task Completed");
+  const connectionFile = join(dir, "bridge.json");
+  const supervisor = new Supervisor({ envs: [FIXTURES], endpoint: "tcp://127.0.0.1:*", replicas: 2, curve: true, connectionFile, recordDir: join(dir, "served"), logger: createLogger("test-rollout-join") });
+  await supervisor.start();
+  try {
+    const args = { connectionFile, scenarios: ["notes-1"], trials: 4, seed: 0, concurrency: 4, agentMode: "fc", model: "agent", baseUrl: fixture.baseURL, apiKey: "k", timeout: 10, retries: 0, backoff: 10, out: join(dir, "run"), envs: [], replicas: 1, workers: 1, progress: false } as RolloutArgs;
+    const run = await rolloutWith(args);
+    expect(run.results.episodes.map((e) => e.end_reason)).toEqual(["text_reply", "text_reply", "text_reply", "text_reply"]);
+    // the joined bridge recorded them (in its own folder, one file per replica); the rollout started no bridge of its own
+    const served = readdirSync(join(dir, "served")).flatMap((f) => readTrajectories(join(dir, "served", f)).episodes.map((e) => e.start.episode_id));
+    expect(served.sort()).toEqual(run.results.episodes.map((e) => e.episode_id).sort());
+    expect(readdirSync(join(dir, "served"))).toHaveLength(2);
+    expect(existsSync(join(dir, "run", "trajectories"))).toBe(false);
+  } finally {
+    await supervisor.stop();
+    await fixture.close();
+  }
 });
