@@ -62,12 +62,6 @@ export class EndpointError extends Error {
   }
 }
 
-interface CachedReply {
-  message: AgentMessage;
-  usage: Usage;
-  latency_ms: number;
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function retryable(e: unknown): boolean {
@@ -100,10 +94,11 @@ export class ModelClient {
     Object.assign(body, s.extra_body ?? {});
     // the key leaves out the API key: a secret, and not something the reply depends on
     const key = CallCache.key({ baseURL: this.options.baseURL, body, salt });
-    const hit = this.cache?.get(key) as unknown as CachedReply | undefined;
-    if (hit?.message) {
+    // the cache stores the whole assistant message as the entry's content
+    const hit = this.cache?.get(key);
+    if (hit) {
       this.cacheHits++;
-      return { message: hit.message, usage: hit.usage, latency_ms: 0, attempts: 0, cached: true };
+      return { message: JSON.parse(hit.content) as AgentMessage, usage: hit.usage, latency_ms: 0, attempts: 0, cached: true };
     }
     const max = this.options.maxRetries ?? 4;
     const base = this.options.backoffMs ?? 1000;
@@ -121,7 +116,7 @@ export class ModelClient {
         const reasoning = m.reasoning_content ?? m.reasoning;
         if (reasoning) message.reasoning_content = reasoning;
         const usage = { prompt_tokens: r.usage?.prompt_tokens ?? 0, completion_tokens: r.usage?.completion_tokens ?? 0 };
-        this.cache?.put(key, { message, usage, latency_ms } as unknown as Parameters<CallCache["put"]>[1]);
+        this.cache?.put(key, { content: JSON.stringify(message), usage });
         return { message, usage, latency_ms, attempts: attempt, cached: false };
       } catch (e) {
         if (e instanceof EndpointError) throw e;

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -181,6 +181,12 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
       // a second run finds everything done and calls nothing
       const again = await runRollout(options(out, { scenarios: ["notes-1"], trials: 6, concurrency: 4, model: { baseURL: stateless.baseURL, model: "agent", apiKey: "k" } }));
       expect([again.played, again.skipped, stateless.requests.length]).toEqual([0, 6, 12]);
+      // with the episode log gone, every episode is played again, and every model call comes from the cache
+      rmSync(join(out, "episodes.jsonl"));
+      const replayed = await runRollout(options(out, { scenarios: ["notes-1"], trials: 6, concurrency: 4, model: { baseURL: stateless.baseURL, model: "agent", apiKey: "k" } }));
+      expect([replayed.played, stateless.requests.length]).toEqual([6, 12]);
+      expect(replayed.results.episodes.map((e) => [e.reward, e.steps])).toEqual(run.results.episodes.map((e) => [e.reward, e.steps]));
+      expect(replayed.results.totals.model_calls).toBe(0);
     } finally {
       await stateless.close();
     }
