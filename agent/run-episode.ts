@@ -21,6 +21,8 @@ export interface Failure {
   kind: FailureKind;
   step: number;
   message: string;
+  /** endpoint_error: the attempts made before giving up. */
+  attempts?: number;
 }
 
 export interface TurnStats extends Usage {
@@ -135,7 +137,7 @@ export async function runEpisode(bridge: BridgeClient, model: ModelClient, spec:
         reply = await model.chat(out.messages, options.agentMode === "fc" ? tools : undefined, `${spec.key}|${spec.seed}`);
       } catch (e) {
         if (!(e instanceof EndpointError)) throw e;
-        fail("endpoint_error", step, e.message);
+        out.failures.push({ kind: "endpoint_error", step, message: e.message, attempts: e.attempts });
         break;
       }
       out.turns.push({ step, ...reply.usage, latency_ms: reply.latency_ms, attempts: reply.attempts, cached: reply.cached });

@@ -49,7 +49,7 @@ export interface RolloutResults {
   started: string;
   finished: string;
   planned: number;
-  totals: GroupStats & { mean_steps: number; mean_prompt_tokens: number; mean_completion_tokens: number; model_calls: number; wall_s: number; completion_tokens_per_s: number };
+  totals: GroupStats & { mean_steps: number; mean_prompt_tokens: number; mean_completion_tokens: number; model_calls: number; model_retries: number; wall_s: number; completion_tokens_per_s: number };
   per_env: (GroupStats & { env_id: string })[];
   per_scenario: { scenario_id: string; env_id: string; trials: number; successes: number; mean_reward: number; mean_steps: number; mean_tokens: number }[];
   failures: Record<FailureKind, { episodes: number; occurrences: number; keys: string[] }>;
@@ -96,6 +96,8 @@ export function summarize(settings: RunSettings, outcomes: EpisodeOutcome[], o: 
       mean_prompt_tokens: mean(eps.map((e) => e.usage.prompt_tokens)),
       mean_completion_tokens: mean(eps.map((e) => e.usage.completion_tokens)),
       model_calls: eps.reduce((s, e) => s + e.model_calls, 0),
+      // attempts beyond the first, on transport errors, timeouts, 429 and 5xx (including those of failed calls)
+      model_retries: eps.reduce((s, e) => s + e.turns.reduce((a, t) => a + Math.max(0, t.attempts - 1), 0) + e.failures.reduce((a, f) => a + Math.max(0, (f.attempts ?? 1) - 1), 0), 0),
       wall_s: o.wall_s,
       // per second of model time summed over calls (concurrency does not inflate it)
       completion_tokens_per_s: modelS > 0 ? completion / modelS : 0,

@@ -98,6 +98,7 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
     expect(r.per_env).toEqual([expect.objectContaining({ env_id: "notes-v1", episodes: 4 })]);
     expect(r.per_scenario.map((s) => [s.scenario_id, s.successes, s.trials])).toEqual([["notes-1", 1, 2], ["notes-2", 2, 2]]);
     expect(r.totals.mean_prompt_tokens).toBeGreaterThan(0);
+    expect(r.totals.model_retries).toBe(2); // the 429 and the 500
 
     // the agent's requests: tools sent (fc), the model's calls echoed back with one tool message per id, in order
     const agentReqs = fixture!.requests.slice(before).filter((q) => q.model === "agent");
@@ -154,6 +155,7 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
       ["notes-1#1", ["endpoint_error"], false],
     ]);
     expect(run.results.failures.endpoint_error.episodes).toBe(2);
+    expect(run.results.totals.model_retries).toBe(2); // one retry each (maxRetries 1)
     // the next run plays them again (infrastructure failures are not finished episodes)
     agentScript.push("Task Completed", "Task Completed");
     const again = await runRollout(o);
