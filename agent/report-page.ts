@@ -22,7 +22,7 @@ main{max-width:1100px;margin:0 auto;padding:16px 24px}h2{font-size:16px;margin:2
 .cards{display:flex;flex-wrap:wrap;gap:12px}.card{background:#fff;border-radius:8px;padding:10px 16px;box-shadow:0 1px 2px #0001;min-width:130px}
 .card .v{font-size:22px;font-weight:700}.card .l{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:#667}
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}td,th{padding:5px 9px;border-bottom:1px solid #e5e7eb;text-align:left;vertical-align:top}
-th{background:#eef0f3}td.n{text-align:right;font-variant-numeric:tabular-nums}.ok{color:#047857;font-weight:600}.bad{color:#b91c1c;font-weight:600}
+th{background:#eef0f3}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}.ok{color:#047857;font-weight:600}.bad{color:#b91c1c;font-weight:600}
 .tag{display:inline-block;background:#fee2e2;color:#991b1b;border-radius:4px;padding:0 5px;margin:0 2px;font-size:11px}
 dl.settings{display:grid;grid-template-columns:max-content auto;gap:2px 14px;background:#fff;padding:10px 16px;border-radius:8px;font-size:13px}
 dl.settings dt{color:#667}dl.settings dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
@@ -45,6 +45,7 @@ export function reportPage(r: RolloutResults): string {
     ["endpoint", s.base_url],
     ["agent mode", s.agent_mode],
     ["sampling", JSON.stringify(s.sampling)],
+    ["system prompt", s.system_prompt],
     ["user simulator", s.user ? `${s.user.model ?? "(default)"} @ ${s.user.base_url ?? "(env)"}` : "none"],
     ["trials per scenario", String(s.trials)],
     ["max steps", s.max_steps === null ? "the scenario's" : String(s.max_steps)],
@@ -52,7 +53,7 @@ export function reportPage(r: RolloutResults): string {
     ["scenarios", `${r.per_scenario.length} (${s.scenarios.join(", ")})`],
     ["run", `${r.started} → ${r.finished} · ${r.episodes.length}/${r.planned} episodes`],
   ];
-  const passCols = ks.map((k) => `<th>pass^${k}</th>`).join("");
+  const passCols = ks.map((k) => `<th class="n">pass^${k}</th>`).join("");
   const envRows = r.per_env
     .map((e) => `<tr><td>${esc(e.env_id)}</td><td class="n">${e.episodes}</td><td class="n">${num(e.mean_reward, 3)}</td><td class="n">${pct(e.success_rate)}</td>${ks.map((k) => `<td class="n">${pct(e.pass_hat_k[k])}</td>`).join("")}</tr>`)
     .join("");
@@ -73,10 +74,10 @@ export function reportPage(r: RolloutResults): string {
 <main>
 <section class="cards" id="totals">${card("mean-reward", "mean reward", num(t.mean_reward, 3))}${card("success-rate", "success rate", pct(t.success_rate))}${ks.map((k) => card(`pass-${k}`, `pass^${k}`, pct(t.pass_hat_k[k]))).join("")}${card("steps", "steps / episode", num(t.mean_steps, 1))}${card("tokens", "tokens / episode", `${Math.round(t.mean_prompt_tokens)}+${Math.round(t.mean_completion_tokens)}`)}${card("tps", "completion tokens/s", num(t.completion_tokens_per_s, 1))}${card("retries", "model call retries", String(t.model_retries))}</section>
 <h2>Settings</h2><dl class="settings" id="settings">${settings.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join("")}</dl>
-<h2>Per env</h2><table id="per-env"><thead><tr><th>env</th><th>episodes</th><th>mean reward</th><th>success</th>${passCols}</tr></thead><tbody>${envRows}</tbody></table>
-<h2>Failures by kind</h2><table id="failures"><thead><tr><th>kind</th><th>episodes</th><th>occurrences</th><th>episodes affected</th></tr></thead><tbody>${failRows}</tbody></table>
-<h2>Per scenario</h2><table id="per-scenario"><thead><tr><th>scenario</th><th>env</th><th>successes</th><th>mean reward</th><th>steps</th><th>tokens</th></tr></thead><tbody>${scenRows}</tbody></table>
-<h2>Episodes</h2><table id="episodes"><thead><tr><th>episode</th><th>seed</th><th>reward</th><th>end</th><th>steps</th><th>tokens (prompt+completion)</th><th>model s</th><th>failures</th></tr></thead><tbody>${epRows}</tbody></table>
+<h2>Per env</h2><table id="per-env"><thead><tr><th>env</th><th class="n">episodes</th><th class="n">mean reward</th><th class="n">success</th>${passCols}</tr></thead><tbody>${envRows}</tbody></table>
+<h2>Failures by kind</h2><table id="failures"><thead><tr><th>kind</th><th class="n">episodes</th><th class="n">occurrences</th><th>episodes affected</th></tr></thead><tbody>${failRows}</tbody></table>
+<h2>Per scenario</h2><table id="per-scenario"><thead><tr><th>scenario</th><th>env</th><th class="n">successes</th><th class="n">mean reward</th><th class="n">steps</th><th class="n">tokens</th></tr></thead><tbody>${scenRows}</tbody></table>
+<h2>Episodes</h2><table id="episodes"><thead><tr><th>episode</th><th class="n">seed</th><th class="n">reward</th><th>end</th><th class="n">steps</th><th class="n">tokens (prompt+completion)</th><th class="n">model s</th><th>failures</th></tr></thead><tbody>${epRows}</tbody></table>
 </main></body></html>
 `;
 }

@@ -28,7 +28,7 @@ export interface RolloutOptions {
   /** Where the bridge records (a bridge this process started); its episodes get pages linked from the report. */
   trajectoriesDir?: string;
   /** What the report says about the run besides the model (benchmark, user simulator). */
-  settings: Pick<RunSettings, "benchmark" | "user">;
+  settings: Pick<RunSettings, "benchmark" | "user"> & Partial<Pick<RunSettings, "system_prompt">>;
   progress?: boolean;
   /** Called after each episode (tests, custom progress). */
   onEpisode?: (o: EpisodeOutcome) => void;
@@ -97,6 +97,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutRun> {
 
     const pages = o.trajectoriesDir ? writeEpisodePages(o.trajectoriesDir, join(o.out, "episodes"), new Set([...outcomes.values()].map((x) => x.episode_id).filter((x): x is string => !!x))) : undefined;
     const settings: RunSettings = {
+      system_prompt: "default",
       ...o.settings,
       model: o.model.model,
       base_url: o.model.baseURL,

@@ -8,6 +8,8 @@ export interface RunSettings {
   model: string;
   base_url: string;
   agent_mode: string;
+  /** "default", or the file the instructions came from. */
+  system_prompt: string;
   sampling: Record<string, unknown>;
   trials: number;
   max_steps: number | null;

@@ -114,7 +114,7 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
       },
       out: args.out,
       trajectoriesDir,
-      settings: { benchmark: extra.benchmark, user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null } : null },
+      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null } : null },
       progress: args.progress ?? Boolean(process.stderr.isTTY),
     });
     const t = run.results.totals;

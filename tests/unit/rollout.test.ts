@@ -1,10 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { passHatK } from "../../agent/pass-hat-k.js";
 import { runRollout, type RolloutOptions } from "../../agent/rollout.js";
 import { selectScenarios } from "../../agent/select-scenarios.js";
+import { readSystemPromptFile, systemPrompt } from "../../agent/system-prompt.js";
 import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
 import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
@@ -232,4 +233,22 @@ test("--connection-file joins a running bridge (CurveZMQ keys from the file) and
     await supervisor.stop();
     await fixture.close();
   }
+});
+
+test("system prompts: the default per scenario mode, the env after it, tools only in prompt mode; a file overrides the instructions", () => {
+  const base = { introduction: "A notes app.", rules: ["Titles are unique."], tools: [{ type: "function", function: { name: "add_note" } }] };
+  const task = systemPrompt({ mode: "task", agentMode: "fc", ...base });
+  expect(task).toMatch(/^You are an agent that completes the task[\s\S]*reply with only 'Task Completed'[\s\S]*The following is an introduction to the current environment:\n# Environment Information\n\n## Brief Introduction:\nA notes app\.\n\n## Environment Rules \/ Constraints:\n- Titles are unique\.$/);
+  expect(task).not.toContain("<tools>");
+  const conv = systemPrompt({ mode: "conversation", agentMode: "prompt", ...base });
+  expect(conv).toMatch(/ask the user for it[\s\S]*# Tools[\s\S]*<tools>\n\{"type":"function","function":\{"name":"add_note"\}\}\n<\/tools>[\s\S]*<tool_call>/);
+  const dir = tmp();
+  writeFileSync(join(dir, "p.json"), JSON.stringify({ conversation: "Be brief." }));
+  writeFileSync(join(dir, "p.txt"), "Solve it.\n");
+  const json = readSystemPromptFile(join(dir, "p.json"));
+  expect(systemPrompt({ mode: "conversation", agentMode: "fc", ...base, override: json })).toMatch(/^Be brief\.\n\nThe following is an introduction/);
+  expect(systemPrompt({ mode: "task", agentMode: "fc", ...base, override: json })).toBe(task);
+  expect(systemPrompt({ mode: "task", agentMode: "fc", ...base, override: readSystemPromptFile(join(dir, "p.txt")) })).toMatch(/^Solve it\.\n\nThe following/);
+  writeFileSync(join(dir, "bad.json"), "{}");
+  expect(() => readSystemPromptFile(join(dir, "bad.json"))).toThrow(/expected \{"task"/);
 });
