@@ -23,7 +23,7 @@ test.skipIf(!URL)("a real model (LOCAL_LLM_URL) plays bundled task scenarios in 
     for (const agentMode of ["fc", "prompt"] as const) {
       const run = await runRollout({
         endpoints,
-        scenarios: ["library-1", "bank-1"],
+        scenarios: ["library-1", "bank-2"],
         trials: 1,
         seed: 0,
         concurrency: 1,
