@@ -89,7 +89,10 @@ export class ModelClient {
 
   async chat(messages: AgentMessage[], tools: unknown[] | undefined, salt: string): Promise<ModelReply> {
     const s = this.options.sampling ?? {};
-    const body: Record<string, unknown> = { model: this.options.model, messages, ...(tools?.length ? { tools } : {}) };
+    // reasoning stays in the record but is not sent back: some servers reject it in requests, and
+    // chat templates (Qwen3's) drop earlier turns' thinking anyway
+    const sent = messages.map(({ reasoning_content: _, ...m }) => m);
+    const body: Record<string, unknown> = { model: this.options.model, messages: sent, ...(tools?.length ? { tools } : {}) };
     for (const k of ["temperature", "top_p", "max_tokens"] as const) if (s[k] !== undefined) body[k] = s[k];
     Object.assign(body, s.extra_body ?? {});
     // the key leaves out the API key: a secret, and not something the reply depends on

@@ -60,7 +60,7 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
   });
 
   test("fc mode: every tool call in order, bad calls and unreadable replies are observations, 429/500 retried; rewards, pass^k and failures add up", async () => {
-    const good = calls(call("a", "add_note", { user_id: "u2", title: "todo", body: "call mom" }), call("b", "delete_note", { note_id: "n1" }));
+    const good = { ...calls(call("a", "add_note", { user_id: "u2", title: "todo", body: "call mom" }), call("b", "delete_note", { note_id: "n1" })), reasoning_content: "both at once" };
     agentScript.push(
       // notes-1 trial 0: malformed JSON arguments, an unknown tool, then both calls at once (parallel), then done
       calls(call("m", "add_note", '{"user_id": "u2", "title": ')),
@@ -110,6 +110,7 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
     const tail = third.slice(-3);
     expect(tail.map((m) => m.role)).toEqual(["assistant", "tool", "tool"]);
     expect(tail.slice(1).map((m) => m.tool_call_id)).toEqual(["a", "b"]);
+    expect(tail[0]).not.toHaveProperty("reasoning_content"); // kept in the record, not sent back
     expect(third.find((m) => m.tool_call_id === "u")!.content).toMatch(/unknown_tool/);
     expect(third.find((m) => m.tool_call_id === "m")!.content).toMatch(/invalid_arguments/);
 
@@ -119,6 +120,7 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
     expect(ep.turns).toHaveLength(4);
     expect(ep.turns[0]).toMatchObject({ prompt_tokens: 100, completion_tokens: 10, attempts: 1, cached: false });
     expect(ep.messages.at(-1)).toMatchObject({ role: "assistant", content: "Task Completed" });
+    expect(ep.messages.find((m: { reasoning_content?: string }) => m.reasoning_content)).toMatchObject({ reasoning_content: "both at once" });
     expect(mine.find((e) => e.key === "notes-1#1").turns[0].attempts).toBe(3);
     const recorded = readdirSync(record).flatMap((f) => readTrajectories(join(record, f)).episodes);
     const traj = recorded.find((e) => e.start.episode_id === ep.episode_id)!;
