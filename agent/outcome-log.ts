@@ -26,8 +26,9 @@ export class OutcomeLog {
     for (const line of readFileSync(path, "utf8").split("\n")) {
       const m = /^([0-9a-f]{8}) (.*)$/s.exec(line);
       if (!m || crc32(m[2]!) !== parseInt(m[1]!, 16)) continue;
-      const o = JSON.parse(m[2]!) as EpisodeOutcome;
-      out.set(o.key, o);
+      const o = JSON.parse(m[2]!) as Partial<EpisodeOutcome>;
+      // the writer may put a format header first; only episode records have a key
+      if (typeof o.key === "string") out.set(o.key, o as EpisodeOutcome);
     }
     return out;
   }
