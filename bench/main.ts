@@ -19,29 +19,35 @@ import { decodeFrame, encodeFrame } from "../protocol/codec.js";
 import { LlmClient } from "../synth/llm/llm-client.js";
 import { mediumBundle } from "./medium-bundle.js";
 import { startLatencyFixture } from "./latency-fixture.js";
+import { OPENENV_CORE, openEnvRows } from "./openenv-peer.js";
+import { fmt, median, type Row, versus } from "./rows.js";
 
 const execFileAsync = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, import.meta.url.endsWith(".ts") ? ".." : "../..");
 const quick = process.argv.includes("--quick");
 const silent = pino({ level: "silent" });
 
-interface Row {
-  what: string;
-  ours: string;
-  reference: string;
-  ratio: string;
-  target: string;
-  met: boolean | null;
-}
 const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
-const fmt = (x: number, d = 1) => (x >= 100 ? Math.round(x).toString() : x.toFixed(d));
 
+
+/** The bench's own venv (bench/.venv): the peer's many dependencies stay out of the test venv. */
 function python(): string {
-  const py = join(ROOT, ".venv", "bin", "python");
-  if (!existsSync(py)) execFileSync("python3", ["-m", "venv", join(ROOT, ".venv")], { stdio: "inherit" });
+  const venv = join(ROOT, "bench", ".venv");
+  const py = join(venv, "bin", "python");
+  if (!existsSync(py)) execFileSync("python3", ["-m", "venv", venv], { stdio: "inherit" });
   execFileSync(py, ["-m", "pip", "install", "-q", "pyzmq", "msgpack"], { stdio: "inherit" });
   return py;
+}
+
+/** The peer (OpenEnv) goes into the bench's own venv, pinned; nothing else uses it. Null when it installed; else why not. */
+function installPeer(py: string): string | null {
+  try {
+    execFileSync(py, ["-m", "pip", "install", "-q", OPENENV_CORE], { stdio: ["ignore", "inherit", "pipe"] });
+    return null;
+  } catch (e) {
+    return ((e as { stderr?: Buffer }).stderr?.toString() ?? String(e)).trim().split("\n").at(-1) ?? "pip failed";
+  }
 }
 
 /** Runs the Python load generator; asynchronously, because the echo floor lives in this process's event loop. */
@@ -108,15 +114,14 @@ async function wire(py: string): Promise<void> {
   }
   raw.wire = { rtt, pipe, batch, floorRtt, floorPipe, pipe2 };
   const r1 = rtt.p50_us! / floorRtt.p50_us!;
-  rows.push({ what: "1 session, step round trip from Python, p50 (p99), 2 KB state, O(1) tool", ours: `${fmt(rtt.p50_us!)} µs (${fmt(rtt.p99_us!)})`, reference: `${fmt(floorRtt.p50_us!)} µs (${fmt(floorRtt.p99_us!)}) bare zmq+msgpack echo`, ratio: `${r1.toFixed(2)}×`, target: "≤ 1.5× floor", met: r1 <= 1.5 });
+  rows.push({ what: "1 session, step round trip from Python, p50 (p99), 2 KB state, O(1) tool", ours: `${fmt(rtt.p50_us!)} µs (${fmt(rtt.p99_us!)})`, reference: `${fmt(floorRtt.p50_us!)} µs (${fmt(floorRtt.p99_us!)}) bare zmq+msgpack echo`, ratio: `${versus(rtt.p50_us!, floorRtt.p50_us!, false)} than the floor`, target: "≤ 1.5× the floor's time", met: r1 <= 1.5 });
   const rp = pipe.steps_per_s! / floorPipe.steps_per_s!;
-  rows.push({ what: "64 sessions pipelined, env-steps/s (1 replica)", ours: fmt(pipe.steps_per_s!, 0), reference: `${fmt(floorPipe.steps_per_s!, 0)} msgs/s echo`, ratio: `${rp.toFixed(2)}×`, target: "≥ 0.6× floor", met: rp >= 0.6 });
+  rows.push({ what: "64 sessions pipelined, env-steps/s (1 replica)", ours: fmt(pipe.steps_per_s!, 0), reference: `${fmt(floorPipe.steps_per_s!, 0)} msgs/s echo`, ratio: `${versus(pipe.steps_per_s!, floorPipe.steps_per_s!, true)} than the floor`, target: "≥ 0.6× the floor's rate", met: rp >= 0.6 });
   const rb = batch.steps_per_s! / floorPipe.steps_per_s!;
-  rows.push({ what: "64 sessions, one step_batch per round, env-steps/s", ours: fmt(batch.steps_per_s!, 0), reference: `${fmt(floorPipe.steps_per_s!, 0)} msgs/s echo`, ratio: `${rb.toFixed(2)}×`, target: "≥ 0.6× floor", met: rb >= 0.6 });
-  rows.push({ what: "64 sessions pipelined over 2 replicas vs 1", ours: fmt(pipe2.steps_per_s!, 0), reference: `${fmt(pipe.steps_per_s!, 0)} on 1 replica`, ratio: `${(pipe2.steps_per_s! / pipe.steps_per_s!).toFixed(2)}×`, target: "— (2 cores, shared with the client)", met: null });
+  rows.push({ what: "64 sessions, one step_batch per round, env-steps/s", ours: fmt(batch.steps_per_s!, 0), reference: `${fmt(floorPipe.steps_per_s!, 0)} msgs/s echo`, ratio: `${versus(batch.steps_per_s!, floorPipe.steps_per_s!, true)} than the floor`, target: "≥ 0.6× the floor's rate", met: rb >= 0.6 });
+  rows.push({ what: "64 sessions pipelined over 2 replicas vs 1", ours: fmt(pipe2.steps_per_s!, 0), reference: `${fmt(pipe.steps_per_s!, 0)} on 1 replica`, ratio: versus(pipe2.steps_per_s!, pipe.steps_per_s!, true), target: "— (2 cores, shared with the client)", met: null });
 }
 
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
 
 /**
  * Where the wire's overhead goes: the same step run in this thread (no hop) and through EnvRuntime
@@ -168,7 +173,7 @@ async function threadHop(): Promise<void> {
   }
   const [w, h, b] = [median(viaWorker), median(inThread), median(bare)];
   raw.thread_hop = { step_via_worker_us: w, step_in_thread_us: h, bare_post_message_rt_us: b };
-  rows.push({ what: "one step through the engine worker vs the same step in-thread, p50 (bare postMessage round trip)", ours: `${fmt(w)} µs`, reference: `${fmt(h)} µs in-thread (${fmt(b)} µs)`, ratio: `${(w / h).toFixed(1)}×`, target: "— (explains the wire rows)", met: null });
+  rows.push({ what: "one step through the engine worker vs the same step in-thread, p50 (bare postMessage round trip)", ours: `${fmt(w)} µs`, reference: `${fmt(h)} µs in-thread (${fmt(b)} µs)`, ratio: `${versus(w, h, false)} than in-thread`, target: "— (explains the wire rows)", met: null });
 }
 
 async function timeRuntime(envs: string, scenario: string, action: unknown, resets: number, steps: number): Promise<{ reset_ms: number; step_ms: number }> {
@@ -214,8 +219,8 @@ async function stateSizes(py: string): Promise<void> {
     const big = c.name.startsWith("tau");
     const rr = orig.reset_ms / ours.reset_ms;
     const sr = orig.step_ms / ours.step_ms;
-    rows.push({ what: `reset, ${c.name}`, ours: `${fmt(ours.reset_ms, 2)} ms`, reference: `${fmt(orig.reset_ms, 2)} ms original-style Python`, ratio: `${rr.toFixed(1)}× faster`, target: big ? "≥ 10× faster" : "—", met: big ? rr >= 10 : null });
-    rows.push({ what: `step, ${c.name}`, ours: `${fmt(ours.step_ms, 3)} ms`, reference: `${fmt(orig.step_ms, 3)} ms original-style Python`, ratio: `${sr.toFixed(1)}× faster`, target: big ? "≥ 10× faster" : "—", met: big ? sr >= 10 : null });
+    rows.push({ what: `reset, ${c.name}`, ours: `${fmt(ours.reset_ms, 2)} ms`, reference: `${fmt(orig.reset_ms, 2)} ms original-style Python`, ratio: versus(ours.reset_ms, orig.reset_ms, false), target: big ? "≥ 10× faster" : "—", met: big ? rr >= 10 : null });
+    rows.push({ what: `step, ${c.name}`, ours: `${fmt(ours.step_ms, 3)} ms`, reference: `${fmt(orig.step_ms, 3)} ms original-style Python`, ratio: versus(ours.step_ms, orig.step_ms, false), target: big ? "≥ 10× faster" : "—", met: big ? sr >= 10 : null });
   }
 }
 
@@ -257,7 +262,7 @@ async function checkerTime(): Promise<void> {
     await rt.close();
   }
   raw.checker = { end_ms: median(ends), step_ms: median(steps) };
-  rows.push({ what: "scoring an episode (library-1: 4 checks incl. reference state)", ours: `${fmt(median(ends), 2)} ms`, reference: `${fmt(median(steps), 3)} ms per tool step`, ratio: `${(median(ends) / median(steps)).toFixed(0)}× a step`, target: "—", met: null });
+  rows.push({ what: "scoring an episode (library-1: 4 checks incl. reference state)", ours: `${fmt(median(ends), 2)} ms`, reference: `${fmt(median(steps), 3)} ms per tool step`, ratio: `takes ${(median(ends) / median(steps)).toFixed(0)}× a step's time`, target: "—", met: null });
 }
 
 async function synthThroughput(): Promise<void> {
@@ -276,26 +281,51 @@ async function synthThroughput(): Promise<void> {
     await fixture.close();
   }
   raw.synth = { latency_ms: latency, calls_per_s: results };
-  rows.push({ what: `synth LLM calls/s against a ${latency} ms endpoint, 8 (32) in flight`, ours: `${fmt(results[8]!)} (${fmt(results[32]!)})`, reference: `${fmt(results[1]!)} one at a time`, ratio: `${(results[8]! / results[1]!).toFixed(1)}× (${(results[32]! / results[1]!).toFixed(1)}×)`, target: "—", met: null });
+  rows.push({ what: `synth LLM calls/s against a ${latency} ms endpoint, 8 (32) in flight`, ours: `${fmt(results[8]!)} (${fmt(results[32]!)})`, reference: `${fmt(results[1]!)} one at a time`, ratio: `${versus(results[8]!, results[1]!, true)} (${versus(results[32]!, results[1]!, true)})`, target: "—", met: null });
 }
 
+/** The sections, in the order they run; `--only peer,wire` runs some of them (and leaves README and results.* alone). */
+const SECTIONS: Record<string, (py: string) => Promise<void>> = {
+  peer: async (py) => {
+    const missing = installPeer(py);
+    if (missing) {
+      rows.push({ what: "OpenEnv reference rows", ours: "—", peer: `n/a: ${OPENENV_CORE} could not be installed (${missing})`, reference: "—", ratio: "—", target: "—", met: null });
+      return;
+    }
+    const r = await openEnvRows({ root: ROOT, py, quick, echo: echoServer, logger: silent });
+    rows.push(...r.rows);
+    raw.openenv = r.raw;
+  },
+  wire,
+  hop: () => threadHop(),
+  states: stateSizes,
+  memory: () => memory(),
+  checker: () => checkerTime(),
+  synth: () => synthThroughput(),
+};
+
 async function main(): Promise<void> {
+  const onlyArg = process.argv.find((a) => a.startsWith("--only="))?.slice(7) ?? (process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined);
+  const only = onlyArg?.split(",");
+  const unknown = only?.filter((s) => !(s in SECTIONS));
+  if (unknown?.length) throw new Error(`unknown bench section(s) ${unknown.join(", ")}: choose from ${Object.keys(SECTIONS).join(", ")}`);
   const py = python();
-  await wire(py);
-  await threadHop();
-  await stateSizes(py);
-  await memory();
-  await checkerTime();
-  await synthThroughput();
+  for (const [name, run] of Object.entries(SECTIONS)) if (!only || only.includes(name)) await run(py);
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 1024 ** 3)} GB, Node ${process.version}${quick ? ", quick mode" : ""}`;
   const md = [
-    `Measured ${new Date().toISOString().slice(0, 10)} on ${machine}. Each figure is next to a reference measured in the same run.`,
+    `Measured ${new Date().toISOString().slice(0, 10)} on ${machine}. Each figure is next to references measured in the same run: OpenEnv (${OPENENV_CORE}, the same env logic ported to Python, one uvicorn process, its rows interleaved with ours; figures are median [min–max] of the repetitions), the bare transport (echo floor), or the original EnvScaler's way.`,
     "",
-    "| measure | ours | reference | ratio | target | met |",
-    "| --- | --- | --- | --- | --- | --- |",
-    ...rows.map((r) => `| ${r.what} | ${r.ours} | ${r.reference} | ${r.ratio} | ${r.target} | ${r.met === null ? "" : r.met ? "yes" : "**no**"} |`),
+    "| measure | ours | OpenEnv | other reference | ratio | target | met |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
+    ...rows.map((r) => `| ${r.what} | ${r.ours} | ${r.peer ?? "—"} | ${r.reference} | ${r.ratio} | ${r.target} | ${r.met === null ? "" : r.met ? "yes" : "**no**"} |`),
   ].join("\n");
   mkdirSync(join(ROOT, "bench"), { recursive: true });
+  if (only) {
+    // a partial run must not replace the full table
+    writeFileSync(join(ROOT, "bench", "results-partial.json"), `${JSON.stringify({ machine, quick, only, rows, raw }, null, 1)}\n`);
+    console.log(md);
+    return;
+  }
   writeFileSync(join(ROOT, "bench", "results.json"), `${JSON.stringify({ machine, quick, rows, raw }, null, 1)}\n`);
   writeFileSync(join(ROOT, "bench", "results.md"), `${md}\n`);
   const readme = join(ROOT, "README.md");

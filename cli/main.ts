@@ -9,6 +9,7 @@ import { rolloutCommand } from "./commands/rollout.js";
 import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
 import { exportCommand, replayCommand, viewCommand } from "./commands/trajectories.js";
+import { uiCommand } from "./commands/ui.js";
 
 // the sandbox's Date reads the host time zone through emscripten; pin it so episodes replay anywhere
 process.env.TZ = "UTC";
@@ -25,6 +26,7 @@ await yargs(hideBin(process.argv))
   .command(exportCommand)
   .command(rolloutCommand)
   .command(evalCommand)
+  .command(uiCommand)
   .demandCommand(1, "name a command; see --help")
   .strict()
   .help()

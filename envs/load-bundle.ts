@@ -82,6 +82,9 @@ function readJson(file: string, problems: BundleProblem[]): unknown {
   }
 }
 
+/** The largest env class source a bundle may have (the biggest bundled port, tau-bench retail with its helpers, is ~80 KB). */
+export const MAX_SOURCE_BYTES = 4 << 20;
+
 /** Loads one bundle directory (manifest.json, the class source, scenarios.json). */
 export function loadBundle(dirPath: string): EnvBundle {
   const dir = resolve(dirPath);
@@ -103,7 +106,10 @@ export function loadBundle(dirPath: string): EnvBundle {
   const sourceFile = join(dir, manifest.source_file);
   let source = "";
   try {
-    source = readFileSync(sourceFile, "utf8");
+    // checked before reading: an env's source is evaluated in every sandbox image, so its size is a limit
+    const size = statSync(sourceFile).size;
+    if (size > MAX_SOURCE_BYTES) problems.push({ file: sourceFile, message: `env class source is ${size} bytes, over the ${MAX_SOURCE_BYTES}-byte limit (MAX_SOURCE_BYTES)` });
+    else source = readFileSync(sourceFile, "utf8");
   } catch {
     problems.push({ file: sourceFile, message: "missing env class source" });
   }

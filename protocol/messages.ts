@@ -11,6 +11,9 @@ const sessionId = z.string().min(1).max(200);
 const action = z.unknown().refine((a) => a !== undefined && a !== null, "action is required");
 
 const base = { v: z.number().int(), id: RequestId };
+const snapshotId = z.string().min(1).max(200);
+/** The most entries a step_batch can ever hold; a replica's own `max_batch` may be lower. */
+export const MAX_BATCH_ENTRIES = 65536;
 
 export const HelloRequest = z.strictObject({ ...base, op: z.literal("hello"), client: z.string().max(1000).optional() });
 export const ListEnvsRequest = z.strictObject({ ...base, op: z.literal("list_envs") });
@@ -26,16 +29,23 @@ export const StepRequest = z.strictObject({ ...base, op: z.literal("step"), sess
 export const StepBatchRequest = z.strictObject({
   ...base,
   op: z.literal("step_batch"),
+  // the replica's own limit (max_batch, at most its max_sessions) is checked by the bridge: too_large
   steps: z
     .array(z.strictObject({ session_id: sessionId, action }))
     .min(1)
-    .max(1024)
+    .max(MAX_BATCH_ENTRIES)
     .refine((s) => new Set(s.map((x) => x.session_id)).size === s.length, "each session may appear once per batch"),
 });
 export const FinishRequest = z.strictObject({ ...base, op: z.literal("finish"), session_id: sessionId });
 export const StateRequest = z.strictObject({ ...base, op: z.literal("state"), session_id: sessionId });
 export const CloseRequest = z.strictObject({ ...base, op: z.literal("close"), session_id: sessionId });
 export const StatsRequest = z.strictObject({ ...base, op: z.literal("stats") });
+export const SnapshotRequest = z.strictObject({ ...base, op: z.literal("snapshot"), session_id: sessionId });
+export const ForkRequest = z
+  .strictObject({ ...base, op: z.literal("fork"), session_id: sessionId.optional(), snapshot_id: snapshotId.optional() })
+  .refine((r) => (r.session_id === undefined) !== (r.snapshot_id === undefined), "give exactly one of session_id and snapshot_id");
+export const RestoreRequest = z.strictObject({ ...base, op: z.literal("restore"), session_id: sessionId, snapshot_id: snapshotId });
+export const DropSnapshotRequest = z.strictObject({ ...base, op: z.literal("drop_snapshot"), snapshot_id: snapshotId });
 
 export const Request = z.discriminatedUnion("op", [
   HelloRequest,
@@ -48,10 +58,16 @@ export const Request = z.discriminatedUnion("op", [
   StateRequest,
   CloseRequest,
   StatsRequest,
+  SnapshotRequest,
+  ForkRequest,
+  RestoreRequest,
+  DropSnapshotRequest,
 ]);
 export type Request = z.infer<typeof Request>;
 export type Op = Request["op"];
-export const OPS = Request.options.map((o) => o.shape.op.value);
+export const OPS = [
+  "hello", "list_envs", "list_scenarios", "reset", "step", "step_batch", "finish", "state", "close", "stats", "snapshot", "fork", "restore", "drop_snapshot",
+] as const satisfies readonly Op[];
 
 export const ErrorBody = z.object({ code: z.enum(ERROR_CODES), message: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBody>;
@@ -81,6 +97,19 @@ export const ResetResultSchema = z.object({
   info: z.looseObject({ episode_id: z.string(), env_id: z.string(), scenario_id: z.string(), seed: z.number().int(), tools: z.array(z.unknown()) }),
 });
 
+export const ForkResultSchema = z.object({
+  session_id: z.string(),
+  info: z.looseObject({
+    episode_id: z.string(),
+    env_id: z.string(),
+    scenario_id: z.string(),
+    seed: z.number().int(),
+    step: z.number().int(),
+    state_hash: z.string(),
+    forked_from: z.object({ session_id: z.string().optional(), snapshot_id: z.string().optional(), step: z.number().int() }),
+  }),
+});
+
 /** Result schemas by op, for clients and the golden-vector tests. */
 export const RESULT_SCHEMAS = {
   hello: z.object({
@@ -89,7 +118,8 @@ export const RESULT_SCHEMAS = {
     server_version: z.string(),
     replica: z.number().int(),
     instance: z.string(),
-    limits: z.object({ max_frame_bytes: z.number(), max_sessions: z.number(), max_in_flight: z.number(), idle_timeout_s: z.number(), max_depth: z.number() }),
+    limits: z.looseObject({ max_frame_bytes: z.number(), max_sessions: z.number(), max_in_flight: z.number(), idle_timeout_s: z.number(), max_depth: z.number() }),
+    ops: z.array(z.string()),
   }),
   list_envs: z.object({ envs: z.array(z.object({ env_id: z.string(), name: z.string(), introduction: z.string(), rules: z.array(z.string()), tools: z.array(z.unknown()), scenario_count: z.number().int() })) }),
   list_scenarios: z.object({ scenarios: z.array(z.object({ scenario_id: z.string(), env_id: z.string(), mode: z.enum(["task", "conversation"]), task: z.string(), max_steps: z.number().int(), check_count: z.number().int() })) }),
@@ -99,5 +129,9 @@ export const RESULT_SCHEMAS = {
   finish: StepResultSchema,
   state: z.object({ state_json: z.string(), state_hash: z.string() }),
   close: z.object({ closed: z.literal(true) }),
-  stats: z.object({ replica: z.number().int(), instance: z.string(), uptime_s: z.number(), sessions: z.number().int(), requests: z.number().int(), errors: z.number().int(), in_flight: z.number().int(), hard_stops: z.number().int(), restored: z.number().int(), lost: z.number().int(), workers: z.array(z.number().int()) }),
+  stats: z.looseObject({ replica: z.number().int(), instance: z.string(), uptime_s: z.number(), sessions: z.number().int(), requests: z.number().int(), errors: z.number().int(), in_flight: z.number().int(), hard_stops: z.number().int(), restored: z.number().int(), lost: z.number().int(), workers: z.array(z.number().int()) }),
+  snapshot: z.object({ snapshot_id: z.string(), step: z.number().int(), bytes: z.number().int(), state_hash: z.string() }),
+  fork: ForkResultSchema,
+  restore: ForkResultSchema.omit({ session_id: true }),
+  drop_snapshot: z.object({ dropped: z.boolean() }),
 } satisfies Record<Op, z.ZodType>;

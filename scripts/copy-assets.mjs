@@ -1,9 +1,11 @@
 // Copies the non-TypeScript files the compiled package reads at run time into dist/.
-import { chmodSync, copyFileSync, mkdirSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 
 for (const file of ["bridge/sandbox/prelude.js"]) {
   mkdirSync(dirname(`dist/${file}`), { recursive: true });
   copyFileSync(file, `dist/${file}`);
 }
+// the UI's pages, scripts and styles are served from next to its compiled server
+cpSync("bridge/ui/assets", "dist/bridge/ui/assets", { recursive: true });
 chmodSync("dist/cli/main.js", 0o755);

@@ -10,6 +10,8 @@ npx vitest run
 if ls envs/*/manifest.json >/dev/null 2>&1; then node dist/cli/main.js check envs/; fi
 if [ -f python-client/pyproject.toml ]; then
   [ -x .venv/bin/python ] || python3 -m venv .venv
-  .venv/bin/pip install -q -e "python-client[test]"
+  .venv/bin/pip install -q -e "python-client[test,ray]"
   .venv/bin/python -m pytest -q python-client/tests
+  # envscaler.ray on a real 3-raylet Ray cluster (opt-in mark `ray`, ~1.5 min on 2 cores)
+  .venv/bin/python -m pytest -q python-client/tests -m ray
 fi

@@ -5,7 +5,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { parentPort, workerData } from "node:worker_threads";
 import { EnvRegistry } from "../../envs/registry.js";
-import { Episode, EpisodeStateError, type StepResult } from "../episode/episode.js";
+import { Episode, EpisodeStateError, type EpisodeSnapshot, type StepResult } from "../episode/episode.js";
 import { EnvLoadError } from "../episode/env-session.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { OpenAIUserSimulator, UserSimulatorError, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
@@ -43,6 +43,8 @@ interface Hosted {
   repliesSent: number;
 }
 const hosted = new Map<string, Hosted>();
+/** Snapshots live in the worker that took them (their images are this thread's memory). */
+const snapshots = new Map<string, EpisodeSnapshot>();
 
 class RequestError extends Error {
   constructor(
@@ -51,6 +53,29 @@ class RequestError extends Error {
   ) {
     super(message);
   }
+}
+
+function episodeOptions(episodeId: string, scenarioId: string) {
+  const found = registry.scenario(scenarioId);
+  if (!found) throw new RequestError("unknown_scenario", `no scenario ${scenarioId}`);
+  const { bundle, scenario } = found;
+  return { bundle, scenario, episodeId, reference: (seed: number) => references.get(bundle, scenario.id, seed) };
+}
+
+async function fork(req: Extract<EngineRequest, { op: "fork" }>): Promise<{ value: unknown }> {
+  let snap: EpisodeSnapshot | undefined;
+  if (req.from_snapshot !== undefined) {
+    snap = snapshots.get(req.from_snapshot);
+    if (!snap) throw new RequestError("unknown_snapshot", `no snapshot ${req.from_snapshot} on this engine`);
+  } else {
+    const h = hosted.get(req.from_episode ?? "");
+    if (!h) throw new RequestError("unknown_episode", `no episode ${req.from_episode} on this engine`);
+    snap = h.episode.snapshot(false);
+  }
+  const o = episodeOptions(req.episode, snap.scenarioId);
+  const episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(snap.seed) }, snap);
+  hosted.set(req.episode, { episode, tail: Promise.resolve(), repliesSent: episode.inputs.user_replies.length });
+  return { value: { step: snap.steps, state_hash: snap.stateHash, done: false } };
 }
 
 function makeEpisode(episodeId: string, scenarioId: string, seed: number, user: UserSimulatorConfig | null, prefill: string[] = []): Episode {
@@ -98,9 +123,16 @@ async function handle(req: EngineRequest): Promise<{ value: unknown; user_replie
       throw e;
     }
   }
+  if (req.op === "fork") return fork(req);
+  if (req.op === "drop_snapshot") return { value: snapshots.delete(req.snapshot) };
   const h = hosted.get(req.episode);
   if (!h) throw new RequestError("unknown_episode", `no episode ${req.episode} on this engine`);
   switch (req.op) {
+    case "snapshot": {
+      const snap = h.episode.snapshot(true);
+      snapshots.set(req.snapshot, snap);
+      return { value: { step: snap.steps, bytes: snap.bytes, state_hash: snap.stateHash } };
+    }
     case "step":
       return { value: await h.episode.step(req.action), user_replies: newReplies(h) };
     case "finish":
@@ -140,7 +172,8 @@ port.on("message", (batch: (EngineRequest & { slot: number })[]) => {
 });
 
 function accept(req: EngineRequest & { slot: number }): void {
-  const h = hosted.get(req.episode);
+  // a fork of a live episode runs after that episode's earlier requests
+  const h = hosted.get(req.op === "fork" && req.from_episode !== undefined ? req.from_episode : req.episode);
   const run = () =>
     current.run(req.slot, () => handle(req)).then(
       (r): EngineReply => ({ id: req.id, ok: true, value: r.value, ...(r.user_replies?.length ? { user_replies: r.user_replies } : {}) }),

@@ -31,6 +31,35 @@ export interface RuntimeOptions {
   maxRestartsPerMinute?: number;
   /** Where every episode is recorded (reset, each step, the end); null: not recorded. The runtime does not own it. */
   recorder?: TrajectoryWriter | null;
+  /** The largest action a step takes (its size as JSON, estimated). @unit bytes @default 1 MiB */
+  maxActionBytes?: number;
+  /** Actions one episode keeps for exact restore and replay, in total. @unit bytes @default 64 MiB */
+  maxEpisodeInputBytes?: number;
+  /** Snapshots one episode may hold at once. @default 32 */
+  maxSnapshotsPerEpisode?: number;
+  /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
+  maxSnapshotBytes?: number;
+}
+
+/** A snapshot held by an engine worker; the runtime keeps what restoring it after a worker loss would need. */
+interface SnapshotRecord {
+  id: string;
+  engine: Engine;
+  owner: EpisodeRecord;
+  inputs: EpisodeInputs;
+  stateHash: string;
+  step: number;
+  bytes: number;
+}
+
+export interface ForkResult {
+  episode_id: string;
+  step: number;
+  state_hash: string;
+  env_id: string;
+  scenario_id: string;
+  seed: number;
+  forked_from: { episode_id?: string; snapshot_id?: string; step: number };
 }
 
 export interface ResetResult {
@@ -56,6 +85,10 @@ interface EpisodeRecord {
   stateHash: string;
   /** The episode ended (terminal step or finish): recorded, so close() need not record it again. */
   ended?: boolean;
+  /** Estimated JSON bytes of the actions kept in `inputs`. */
+  inputBytes?: number;
+  /** Snapshots this episode took (dropped with it). */
+  snapshots: Set<SnapshotRecord>;
   /** Set when the episode was lost (its worker died on it): every later request gets this error. */
   dead?: { code: string; message: string };
   deathReported?: boolean;
@@ -92,6 +125,8 @@ export class EnvRuntime {
   readonly registry: EnvRegistry;
   private readonly engines: Engine[] = [];
   private readonly episodes = new Map<string, EpisodeRecord>();
+  private readonly snapshots = new Map<string, SnapshotRecord>();
+  private snapshotBytes = 0;
   private nextRequest = 1;
   private nextSlot = 1;
   private watchdog: NodeJS.Timeout | undefined;
@@ -243,10 +278,37 @@ export class EnvRuntime {
       if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
       return reply.value;
     }
-    const reply = await this.post(rec.engine, rec, body);
+    const reply = await this.post(await this.liveEngine(rec), rec, body);
     if (!reply.ok) throw new RuntimeError(reply.error.code, reply.error.message);
     if (reply.user_replies) rec.inputs.user_replies.push(...reply.user_replies);
     return reply.value;
+  }
+
+  /** Writes one trajectory record; a write that fails after the work ran is answered as recording_unavailable. */
+  private record(r: object, strict = true): void {
+    try {
+      this.options.recorder?.append(r);
+    } catch (e) {
+      if (strict) throw new RuntimeError("recording_unavailable", `the request ran but its record could not be written: ${(e as Error).message}`);
+    }
+  }
+
+  /** Refuses work whose record could not be written (the recorder's policy decides: see TrajectoryWriter.check). */
+  private recordable(): void {
+    try {
+      this.options.recorder?.check();
+    } catch (e) {
+      throw new RuntimeError("recording_unavailable", (e as Error).message);
+    }
+  }
+
+  /** The engine to post to, once a replacement for a stopped one is in place (requests never go to a stopping worker). */
+  private async liveEngine(rec: EpisodeRecord): Promise<Engine> {
+    while (rec.engine.stopping && !rec.dead && !this.closed) {
+      if (rec.restoring) await rec.restoring;
+      else await new Promise((r) => setTimeout(r, 5));
+    }
+    return rec.engine;
   }
 
   private episode(id: string): EpisodeRecord {
@@ -263,17 +325,18 @@ export class EnvRuntime {
   async reset(scenarioId: string, seed?: number, episodeId: string = randomUUID()): Promise<ResetResult> {
     const found = this.registry.scenario(scenarioId);
     if (!found) throw new RuntimeError("unknown_scenario", `no scenario ${scenarioId}`);
+    this.recordable();
     if (this.episodes.has(episodeId)) throw new RuntimeError("bad_request", `episode ${episodeId} already exists`);
     const s = seed ?? Math.floor(Math.random() * 2 ** 31);
     const engine = this.leastLoaded();
-    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs: { env_id: found.bundle.id, scenario_id: scenarioId, seed: s, actions: [], user_replies: [] }, stateHash: "" };
+    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs: { env_id: found.bundle.id, scenario_id: scenarioId, seed: s, actions: [], user_replies: [] }, stateHash: "", snapshots: new Set() };
     engine.episodes.add(rec);
     this.episodes.set(episodeId, rec);
     try {
       const value = (await this.request(rec, { op: "reset", episode: episodeId, scenario_id: scenarioId, seed: s, user: this.options.user ?? null })) as ResetResult;
       rec.stateHash = value.info.state_hash;
       const i = value.info;
-      this.options.recorder?.append({
+      this.record({
         t: "episode_start", episode_id: episodeId, env_id: i.env_id, scenario_id: i.scenario_id, seed: i.seed, env_hash: i.env_hash, scenario_hash: i.scenario_hash,
         state_hash: i.state_hash, observation: value.observation, introduction: i.introduction, rules: i.rules, tools: i.tools, user_replies: rec.inputs.user_replies, time: new Date().toISOString(),
       });
@@ -286,6 +349,14 @@ export class EnvRuntime {
 
   async step(episodeId: string, action: unknown): Promise<StepResult> {
     const rec = this.episode(episodeId);
+    this.recordable();
+    // every action is kept (restore and replay re-execute them), so size is checked before anything runs
+    const maxAction = this.options.maxActionBytes ?? 1 << 20;
+    const maxInputs = this.options.maxEpisodeInputBytes ?? 64 << 20;
+    const size = jsonSizeUpTo(action, maxAction + 1);
+    if (size > maxAction) throw new RuntimeError("too_large", `the action is over ${maxAction} bytes as JSON (serve --max-action-bytes); it was not run`);
+    if ((rec.inputBytes ?? 0) + size > maxInputs) throw new RuntimeError("too_large", `the episode's actions would exceed ${maxInputs} bytes in total (serve --max-episode-input-mb); it was not run: reset a new episode`);
+    rec.inputBytes = (rec.inputBytes ?? 0) + size;
     const started = performance.now();
     const repliesBefore = rec.inputs.user_replies.length;
     const result = (await this.request(rec, { op: "step", episode: episodeId, action })) as StepResult;
@@ -294,12 +365,12 @@ export class EnvRuntime {
     const recorder = this.options.recorder;
     if (recorder) {
       const { info: i } = result;
-      recorder.append({
+      this.record({
         t: "step", episode_id: episodeId, step: i.step, action, observation: result.observation, reward: result.reward, terminated: result.terminated, truncated: result.truncated,
         state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, user_replies: rec.inputs.user_replies.slice(repliesBefore), end_reason: i.end_reason, reward_info: i.reward_info, error: i.error,
         ms: Math.round((performance.now() - started) * 1000) / 1000,
       });
-      if (result.terminated || result.truncated) recorder.append({ t: "episode_end", episode_id: episodeId, how: "terminal" });
+      if (result.terminated || result.truncated) this.record({ t: "episode_end", episode_id: episodeId, how: "terminal" });
     }
     if (result.terminated || result.truncated) rec.ended = true;
     return result;
@@ -308,10 +379,11 @@ export class EnvRuntime {
   /** Ends the episode now and scores it (evaluation harnesses, tests without a simulated user). */
   async finish(episodeId: string): Promise<StepResult> {
     const rec = this.episode(episodeId);
+    this.recordable();
     const result = (await this.request(rec, { op: "finish", episode: episodeId })) as StepResult;
     if (!rec.ended) {
       const { info: i } = result;
-      this.options.recorder?.append({
+      this.record({
         t: "episode_end", episode_id: episodeId, how: "finish",
         result: { step: i.step, observation: result.observation, reward: result.reward, terminated: result.terminated, truncated: result.truncated, state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error },
       });
@@ -335,21 +407,117 @@ export class EnvRuntime {
     return structuredClone(this.episode(episodeId).inputs);
   }
 
+  /**
+   * Freezes the episode now: a copy of its sandbox and host state kept in its engine worker until
+   * dropped (or the episode closes). Bounded per episode and in total; over a bound: `too_large`.
+   */
+  async snapshot(episodeId: string): Promise<{ snapshot_id: string; step: number; bytes: number; state_hash: string }> {
+    const rec = this.episode(episodeId);
+    const perEpisode = this.options.maxSnapshotsPerEpisode ?? 32;
+    const total = this.options.maxSnapshotBytes ?? 1 << 30;
+    if (rec.snapshots.size >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
+    if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (serve --max-snapshot-mb, maxSnapshotBytes ${total}); drop some`);
+    const id = `snap-${randomUUID()}`;
+    const value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as { step: number; bytes: number; state_hash: string };
+    const snap: SnapshotRecord = { id, engine: rec.engine, owner: rec, inputs: structuredClone(rec.inputs), stateHash: value.state_hash, step: value.step, bytes: value.bytes };
+    this.snapshots.set(id, snap);
+    rec.snapshots.add(snap);
+    this.snapshotBytes += snap.bytes;
+    return { snapshot_id: id, step: value.step, bytes: value.bytes, state_hash: value.state_hash };
+  }
+
+  /**
+   * A new episode that continues from a live episode (its state now) or from a snapshot: same
+   * state, RNG position, virtual clock, step count and conversation. Given the same actions it
+   * gives the same observations, rewards and state hashes as its source would.
+   */
+  async fork(source: { episode_id: string } | { snapshot_id: string }, episodeId: string = randomUUID()): Promise<ForkResult> {
+    if (this.episodes.has(episodeId)) throw new RuntimeError("bad_request", `episode ${episodeId} already exists`);
+    let engine: Engine;
+    let inputs: EpisodeInputs;
+    let body: RequestBody;
+    let from: ForkResult["forked_from"];
+    let parent: EpisodeRecord;
+    if ("snapshot_id" in source) {
+      const snap = this.snapshots.get(source.snapshot_id);
+      if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
+      if (snap.engine !== snap.owner.engine || snap.owner.dead) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
+      ({ engine } = snap);
+      parent = snap.owner;
+      inputs = structuredClone(snap.inputs);
+      body = { op: "fork", episode: episodeId, from_snapshot: snap.id };
+      from = { snapshot_id: snap.id, step: snap.step };
+    } else {
+      parent = this.episode(source.episode_id);
+      if (parent.restoring) await parent.restoring;
+      ({ engine } = parent);
+      inputs = structuredClone(parent.inputs);
+      body = { op: "fork", episode: episodeId, from_episode: parent.id };
+      from = { episode_id: parent.id, step: inputs.actions.length };
+    }
+    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs, stateHash: "", snapshots: new Set() };
+    engine.episodes.add(rec);
+    this.episodes.set(episodeId, rec);
+    try {
+      const value = (await this.request(rec, body)) as { step: number; state_hash: string };
+      rec.stateHash = value.state_hash;
+      from.step = value.step;
+      this.record({
+        t: "episode_start", episode_id: episodeId, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, state_hash: value.state_hash,
+        forked_from: from, prefix_actions: inputs.actions, user_replies: inputs.user_replies, time: new Date().toISOString(),
+      });
+      return { episode_id: episodeId, step: value.step, state_hash: value.state_hash, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, forked_from: from };
+    } catch (e) {
+      this.forget(rec);
+      throw e;
+    }
+  }
+
+  /** Puts the episode back to a snapshot's point (any snapshot of this runtime): the same as closing it and forking the snapshot under its id. */
+  async restoreSnapshot(episodeId: string, snapshotId: string): Promise<ForkResult> {
+    if (!this.snapshots.has(snapshotId)) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
+    const rec = this.episode(episodeId);
+    // the episode's own snapshots outlive this (a restore is how one goes back to them)
+    const kept = rec.snapshots;
+    rec.snapshots = new Set();
+    await this.closeEpisode(episodeId);
+    const result = await this.fork({ snapshot_id: snapshotId }, episodeId);
+    const next = this.episode(episodeId);
+    for (const s of kept) s.owner = next;
+    next.snapshots = kept;
+    return result;
+  }
+
+  async dropSnapshot(snapshotId: string): Promise<boolean> {
+    const snap = this.snapshots.get(snapshotId);
+    if (!snap) return false;
+    this.snapshots.delete(snapshotId);
+    snap.owner.snapshots.delete(snap);
+    this.snapshotBytes -= snap.bytes;
+    if (!snap.owner.dead && snap.engine === snap.owner.engine) await this.post(snap.engine, snap.owner, { op: "drop_snapshot", episode: snap.owner.id, snapshot: snapshotId });
+    return true;
+  }
+
   async closeEpisode(episodeId: string): Promise<void> {
     const rec = this.episodes.get(episodeId);
     if (!rec) return;
     this.forget(rec);
-    if (!rec.ended) this.options.recorder?.append({ t: "episode_end", episode_id: episodeId, how: "closed" });
-    if (!rec.dead) await this.post(rec.engine, rec, { op: "close", episode: episodeId });
+    // a close goes ahead even when its record cannot be written (the writer is then unhealthy and refuses new work)
+    if (!rec.ended) this.record({ t: "episode_end", episode_id: episodeId, how: "closed" }, false);
+    if (!rec.dead) {
+      const engine = await this.liveEngine(rec);
+      if (!rec.dead) await this.post(engine, rec, { op: "close", episode: episodeId });
+    }
   }
 
   private forget(rec: EpisodeRecord): void {
     this.episodes.delete(rec.id);
     rec.engine.episodes.delete(rec);
+    for (const snap of rec.snapshots) void this.dropSnapshot(snap.id);
   }
 
-  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number } {
-    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters };
+  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; snapshots: number; snapshot_bytes: number } {
+    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: this.snapshots.size, snapshot_bytes: this.snapshotBytes };
   }
 
   async close(): Promise<void> {
@@ -364,4 +532,26 @@ export class EnvRuntime {
       }),
     );
   }
+}
+
+/** The size of `v` as JSON text, counted up to `limit` (a bounded walk: a huge action costs no more than the limit). */
+export function jsonSizeUpTo(v: unknown, limit: number): number {
+  let size = 0;
+  const stack: unknown[] = [v];
+  while (stack.length && size <= limit) {
+    const x = stack.pop();
+    if (typeof x === "string") size += x.length + 2;
+    else if (x === null || typeof x !== "object") size += 8;
+    else if (Array.isArray(x)) {
+      size += 2 + x.length;
+      for (let i = 0; i < x.length && stack.length < limit; i++) stack.push(x[i]);
+    } else {
+      for (const [k, y] of Object.entries(x as Record<string, unknown>)) {
+        size += k.length + 4;
+        stack.push(y);
+      }
+      size += 2;
+    }
+  }
+  return size;
 }

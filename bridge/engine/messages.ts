@@ -1,5 +1,5 @@
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
-import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
+import type { EpisodeInputs } from "../episode/episode.js";
 
 /** Requests from the pool to an engine worker. Every request names the episode it concerns. */
 export type EngineRequest =
@@ -8,18 +8,23 @@ export type EngineRequest =
   | { id: number; op: "finish"; episode: string }
   | { id: number; op: "state"; episode: string }
   | { id: number; op: "close"; episode: string }
-  | { id: number; op: "restore"; episode: string; inputs: EpisodeInputs; user: UserSimulatorConfig | null; state_hash: string };
+  | { id: number; op: "restore"; episode: string; inputs: EpisodeInputs; user: UserSimulatorConfig | null; state_hash: string }
+  /** Freezes `episode` as `snapshot` (kept in the worker until dropped). */
+  | { id: number; op: "snapshot"; episode: string; snapshot: string }
+  /** Starts `episode` as a copy of a live episode (`from_episode`) or of a snapshot (`from_snapshot`). */
+  | { id: number; op: "fork"; episode: string; from_episode?: string; from_snapshot?: string }
+  | { id: number; op: "drop_snapshot"; episode: string; snapshot: string };
+
+/** What a fork reports about the new episode. */
+export interface ForkValue {
+  step: number;
+  state_hash: string;
+  done: boolean;
+}
 
 export type EngineReply =
   | { id: number; ok: true; value: unknown; user_replies?: string[] }
   | { id: number; ok: false; error: { code: string; message: string } };
-
-export interface ResetValue {
-  observation: Observation;
-  info: ResetInfo;
-}
-
-export type StepValue = StepResult;
 
 /** Slots of the shared watchdog buffer (Float64): when the running guest call must be done by, and whose it is. */
 export const WATCH_DEADLINE = 0;

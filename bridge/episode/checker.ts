@@ -1,6 +1,6 @@
 import type { Check } from "../../envs/bundle-schema.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
-import { GuestEvalError, Sandbox } from "../sandbox/sandbox.js";
+import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import { canonicalJson } from "../state/canonical-json.js";
 import type { StateView } from "../state/state-base.js";
@@ -38,26 +38,36 @@ export interface CheckInputs {
 /** Checks get less time and memory than envs: they only read state. */
 export const CHECK_LIMITS: SandboxLimits = { ...DEFAULT_LIMITS, memoryBytes: 128 * 1024 * 1024, callTimeoutMs: 1000 };
 
+/** Per thread and limits: a check-mode sandbox with nothing but the prelude, captured once. */
+const checkImages = new Map<string, SandboxImage>();
+
+async function checkImage(limits: SandboxLimits): Promise<SandboxImage> {
+  const key = JSON.stringify(limits);
+  let image = checkImages.get(key);
+  if (!image) {
+    const builder = await Sandbox.create({ mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
+    image = builder.capture(true);
+    builder.dispose();
+    checkImages.set(key, image);
+  }
+  return image;
+}
+
 /**
- * Runs a JS check in a fresh sandbox of its own: a new wasm instance that never held env code, with
- * read-only lazy views of the initial and final states. Nothing an env did to its own realm, and
+ * Runs a JS check in a fresh sandbox of its own: restored from an image of a check-mode machine that
+ * never held env code (in an instance whose every byte the restore overwrites), with read-only lazy
+ * views of the initial and final states. Nothing an env did to its own realm, and
  * nothing an earlier check did, can change the verdict.
  */
 export async function runJsCheck(source: string, inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<{ passed: boolean; error?: string }> {
   let sandbox: Sandbox | undefined;
   try {
-    sandbox = await Sandbox.create({
-      mode: "check",
-      limits,
-      seed,
-      clockMs: 0,
-      tickMs: 0,
-      hostRead: (op, scoped, id) => {
-        const slash = scoped.indexOf("/");
-        const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
-        return view.read(op, scoped.slice(slash + 1), id);
-      },
-    });
+    const hostRead = (op: string, scoped: string, id: string) => {
+      const slash = scoped.indexOf("/");
+      const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
+      return view.read(op, scoped.slice(slash + 1), id);
+    };
+    sandbox = await Sandbox.restore(await checkImage(limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
     const layouts = JSON.stringify({ initial: inputs.initial.layout(), final: inputs.final.layout() });
     const extras = JSON.stringify({ actions: inputs.actions, messages: inputs.messages });
     const out = sandbox.dispatch("check", source, layouts, extras);

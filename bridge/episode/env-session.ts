@@ -1,6 +1,6 @@
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
-import { GuestEvalError, Sandbox } from "../sandbox/sandbox.js";
+import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateBase } from "../state/state-base.js";
@@ -41,6 +41,39 @@ export function seedWords(seed: number): [number, number, number, number] {
   return [next(), next(), next(), next()];
 }
 
+/** A frozen EnvSession (see EnvSession.snapshot). */
+export interface EnvSnapshot {
+  readonly image: SandboxImage;
+  readonly tracker: StateTracker;
+  readonly methods: string[];
+  readonly initial: StateView;
+}
+
+/**
+ * Per thread, each env's class evaluated once in a sandbox and captured: every episode restores
+ * this image (a memory copy) instead of creating a runtime, compiling the prelude and evaluating
+ * the env's source again. Keyed by the bundle's content hash and the limits.
+ */
+const envImages = new Map<string, SandboxImage>();
+
+async function envImage(bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImage> {
+  const key = `${bundle.contentHash}:${JSON.stringify(limits)}`;
+  const cached = envImages.get(key);
+  if (cached) return cached;
+  const builder = await Sandbox.create({ mode: "env", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
+  try {
+    builder.evalScript(bundle.source, bundle.manifest.source_file);
+    const image = builder.capture(true);
+    envImages.set(key, image);
+    return image;
+  } catch (e) {
+    if (e instanceof GuestEvalError) throw new EnvLoadError(e.message);
+    throw e;
+  } finally {
+    builder.dispose();
+  }
+}
+
 /**
  * One live env instance: its sandbox, its class instance, and the host's tracked copy of its state.
  * Owns the sandbox; dispose() releases it. After a SandboxFault the session is dead.
@@ -57,19 +90,16 @@ export class EnvSession implements Disposable {
 
   static async open(bundle: EnvBundle, base: StateBase, options: { seed: number; limits?: Partial<SandboxLimits> }): Promise<EnvSession> {
     const tracker = new StateTracker(base);
-    const sandbox = await Sandbox.create({
-      mode: "env",
-      limits: limitsFor(bundle, options.limits),
-      seed: seedWords(options.seed),
-      clockMs: Date.parse(bundle.manifest.clock.start),
-      tickMs: bundle.manifest.clock.tick_ms,
-      hostRead: (op, coll, id) => base.read(op, coll, id),
-    });
+    const image = await envImage(bundle, limitsFor(bundle, options.limits));
+    const sandbox = await Sandbox.restore(
+      image,
+      { seed: seedWords(options.seed), clockMs: Date.parse(bundle.manifest.clock.start), tickMs: bundle.manifest.clock.tick_ms, hostRead: (op, coll, id) => tracker.view.read(op, coll, id) },
+      (op, coll, id) => tracker.view.read(op, coll, id),
+    );
     try {
-      sandbox.evalScript(bundle.source, bundle.manifest.source_file);
       const init = sandbox.dispatch("init", bundle.manifest.class_name, JSON.stringify(base.layout()));
       if (!init.ok) throw new EnvLoadError(`${init.error.name}: ${init.error.message}`);
-      const { methods, changes } = init.value as { methods: string[]; changes: GuestChanges };
+      const { methods, changes } = readInit(init.value);
       tracker.apply(changes);
       return new EnvSession(sandbox, tracker, methods, tracker.snapshot());
     } catch (e) {
@@ -79,13 +109,27 @@ export class EnvSession implements Disposable {
     }
   }
 
+  /**
+   * This session frozen now: the sandbox's memory (class instance, RNG position, clock) and the
+   * host's tracked state (only the records that changed). Restorable any number of times.
+   */
+  snapshot(sparse: boolean): EnvSnapshot {
+    return { image: this.sandbox.capture(sparse), tracker: this.tracker.fork(), methods: this.methods, initial: this.initial };
+  }
+
+  static async fromSnapshot(snap: EnvSnapshot): Promise<EnvSession> {
+    const tracker = snap.tracker.fork();
+    const sandbox = await Sandbox.restore(snap.image, null, (op, coll, id) => tracker.view.read(op, coll, id));
+    return new EnvSession(sandbox, tracker, snap.methods, snap.initial);
+  }
+
   /** Runs one tool. Guest exceptions come back as `error`; a SandboxFault means the session is dead. */
   call(name: string, args: Record<string, unknown>): CallOutcome {
     const out = this.sandbox.dispatch("call", name, JSON.stringify(args));
     if (!out.ok) return { kind: "error", error: out.error, diff: [] };
-    const v = out.value as { result?: string; error?: { name: string; message: string }; changes: GuestChanges };
+    const v = readCall(out.value);
     const diff = this.tracker.apply(v.changes);
-    return v.error ? { kind: "error", error: v.error, diff } : { kind: "result", json: v.result ?? "null", diff };
+    return v.error ? { kind: "error", error: v.error, diff } : { kind: "result", json: v.result, diff };
   }
 
   get alive(): boolean {
@@ -111,6 +155,45 @@ export class EnvSession implements Disposable {
   [Symbol.dispose](): void {
     this.dispose();
   }
+}
+
+// ---- what the guest reports, checked before the host uses it (a guest can patch its own realm) ----
+
+function invalid(what: string): SandboxFault {
+  return new SandboxFault("env_output_invalid", `the env's ${what} does not have the expected shape (was a builtin patched?)`);
+}
+
+const isStr = (v: unknown): v is string => typeof v === "string";
+
+function readChanges(v: unknown): GuestChanges {
+  const c = v as GuestChanges | null;
+  if (c === null || typeof c !== "object" || !Array.isArray(c.records) || !Array.isArray(c.values)) throw invalid("change report");
+  for (const r of c.records) if (!Array.isArray(r) || r.length !== 3 || !isStr(r[0]) || !isStr(r[1]) || !(r[2] === null || isStr(r[2]))) throw invalid("change report");
+  for (const r of c.values) if (!Array.isArray(r) || r.length !== 2 || !isStr(r[0]) || !(r[1] === null || isStr(r[1]))) throw invalid("change report");
+  return c;
+}
+
+function readInit(v: unknown): { methods: string[]; changes: GuestChanges } {
+  const o = v as { methods?: unknown; changes?: unknown } | null;
+  if (o === null || typeof o !== "object" || !Array.isArray(o.methods) || !o.methods.every(isStr)) throw invalid("init report");
+  return { methods: o.methods, changes: readChanges(o.changes) };
+}
+
+function readCall(v: unknown): { result: string; error?: { name: string; message: string }; changes: GuestChanges } {
+  const o = v as { result?: unknown; error?: { name?: unknown; message?: unknown }; changes?: unknown } | null;
+  if (o === null || typeof o !== "object") throw invalid("call report");
+  const changes = readChanges(o.changes);
+  if (o.error !== undefined) {
+    if (o.error === null || typeof o.error !== "object" || !isStr(o.error.name) || !isStr(o.error.message)) throw invalid("call report");
+    return { result: "null", error: { name: o.error.name, message: o.error.message }, changes };
+  }
+  if (!isStr(o.result)) throw invalid("tool result");
+  try {
+    JSON.parse(o.result);
+  } catch {
+    throw invalid("tool result");
+  }
+  return { result: o.result, changes };
 }
 
 export { SandboxFault };

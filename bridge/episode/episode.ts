@@ -6,7 +6,7 @@ import type { PatchOp } from "../state/json-patch.js";
 import type { StateView } from "../state/state-base.js";
 import { parseAction, type ParsedCall } from "./action-parser.js";
 import { runChecks, type ActionRecord, type CheckResult } from "./checker.js";
-import { EnvLoadError, EnvSession, seedWords } from "./env-session.js";
+import { EnvLoadError, EnvSession, limitsFor, seedWords, type EnvSnapshot } from "./env-session.js";
 import { ToolValidator } from "./tool-validator.js";
 import { STOP_MARKER, UserSimulatorError, type UserSimulator } from "./user-simulator.js";
 
@@ -86,6 +86,25 @@ export interface EpisodeInputs {
   user_replies: string[];
 }
 
+/**
+ * An episode frozen between steps: its sandbox image and every host-side part of it (tracked
+ * state, step count, actions, messages, inputs, the simulated user's conversation). Immutable:
+ * each restore or fork from it starts an independent copy at exactly this point.
+ */
+export interface EpisodeSnapshot {
+  readonly env: EnvSnapshot;
+  readonly steps: number;
+  readonly actions: readonly ActionRecord[];
+  readonly messages: readonly string[];
+  readonly inputs: EpisodeInputs;
+  readonly user?: UserSimulator;
+  readonly scenarioId: string;
+  readonly seed: number;
+  /** Memory this snapshot holds (the sandbox image; host-side parts are small). */
+  readonly bytes: number;
+  readonly stateHash: string;
+}
+
 export class EpisodeStateError extends Error {
   override readonly name = "EpisodeStateError";
   constructor(
@@ -108,6 +127,20 @@ export interface EpisodeOptions {
   reference?: () => Promise<StateView | { error: string }>;
 }
 
+/** Tool calls one action may make; more are refused as an `invalid_action` observation. */
+export const MAX_CALLS_PER_ACTION = 64;
+
+/** The path of the first NaN or ±Infinity in a value (msgpack can carry them, JSON Schema's "number" accepts them), or null. */
+function nonFinite(v: unknown, path: string): string | null {
+  if (typeof v === "number") return Number.isFinite(v) ? null : path || "(the value)";
+  if (v === null || typeof v !== "object") return null;
+  for (const [k, x] of Object.entries(v)) {
+    const found = nonFinite(x, `${path}${Array.isArray(v) ? `[${k}]` : path ? `.${k}` : k}`);
+    if (found) return found;
+  }
+  return null;
+}
+
 function errorContent(type: string, message: string): string {
   return JSON.stringify({ error: { type, message } });
 }
@@ -124,9 +157,9 @@ export class Episode {
   private done = false;
   private closed = false;
   private readonly validator: ToolValidator;
-  private readonly actions: ActionRecord[] = [];
-  private readonly messages: string[] = [];
-  readonly inputs: EpisodeInputs;
+  private actions: ActionRecord[] = [];
+  private messages: string[] = [];
+  inputs: EpisodeInputs;
   readonly maxSteps: number;
 
   constructor(private readonly options: EpisodeOptions) {
@@ -188,6 +221,45 @@ export class Episode {
     return this.session;
   }
 
+  /** Freezes the episode now (between steps). `sparse` for snapshots kept; a fork's is used once. */
+  snapshot(sparse = true): EpisodeSnapshot {
+    const session = this.live();
+    const env = session.snapshot(sparse);
+    return {
+      env,
+      steps: this.steps,
+      actions: structuredClone(this.actions),
+      messages: [...this.messages],
+      inputs: structuredClone(this.inputs),
+      user: this.options.user?.fork(),
+      scenarioId: this.options.scenario.id,
+      seed: this.options.seed,
+      bytes: env.image.machine.bytes,
+      stateHash: session.stateHash(),
+    };
+  }
+
+  /** A new episode continuing from a snapshot (same scenario, seed, state, RNG, clock, history). */
+  static async fromSnapshot(options: Omit<EpisodeOptions, "user" | "seed">, snap: EpisodeSnapshot): Promise<Episode> {
+    if (options.scenario.id !== snap.scenarioId) throw new Error(`snapshot of ${snap.scenarioId} restored as ${options.scenario.id}`);
+    const episode = new Episode({ ...options, seed: snap.seed, user: snap.user?.fork() });
+    episode.session = await EnvSession.fromSnapshot(snap.env);
+    episode.steps = snap.steps;
+    episode.actions = structuredClone(snap.actions) as ActionRecord[];
+    episode.messages = [...snap.messages];
+    episode.inputs = structuredClone(snap.inputs);
+    return episode;
+  }
+
+  /** An independent copy of this episode under a new id, at this step. */
+  async fork(episodeId: string): Promise<Episode> {
+    return Episode.fromSnapshot({ ...this.options, episodeId }, this.snapshot(false));
+  }
+
+  get stepCount(): number {
+    return this.steps;
+  }
+
   /** One agent action. Agent mistakes are observations; only env faults end the episode early. */
   async step(action: unknown): Promise<StepResult> {
     const session = this.live();
@@ -201,6 +273,8 @@ export class Episode {
     try {
       if (parsed.kind === "invalid") {
         observation = { role: "user", content: errorContent("invalid_action", parsed.message) };
+      } else if (parsed.kind === "tool_calls" && parsed.calls.length > MAX_CALLS_PER_ACTION) {
+        observation = { role: "user", content: errorContent("invalid_action", `an action may make at most ${MAX_CALLS_PER_ACTION} tool calls (MAX_CALLS_PER_ACTION); this one makes ${parsed.calls.length}, so none ran`) };
       } else if (parsed.kind === "text") {
         this.messages.push(parsed.text);
         if (this.options.scenario.mode === "task") {
@@ -214,7 +288,17 @@ export class Episode {
           if (reply === STOP_MARKER) endReason = "user_stop";
         }
       } else {
-        const results = parsed.calls.map((c) => this.runCall(session, c, info));
+        // one step's tool outputs together stay within the per-call output limit: once they reach it,
+        // the rest of the step's calls are not run (an observation says so, the episode goes on)
+        const cap = limitsFor(this.options.bundle, this.options.limits).maxOutputBytes;
+        let total = 0;
+        const results = parsed.calls.map((c) => {
+          if (total >= cap) return this.skipCall(c, info, `not run: this step's tool outputs reached ${cap} bytes (maxOutputBytes)`);
+          const r = this.runCall(session, c, info);
+          total += r.content.length;
+          if (total <= cap) return r;
+          return { ...r, ok: false, content: errorContent("output_limit", `the result of ${c.name} (${r.content.length} bytes) took this step's tool outputs over ${cap} bytes (maxOutputBytes): it ran, but its result is not shown`) };
+        });
         observation = { role: "tool", content: results.length === 1 ? results[0]!.content : `[${results.map((r) => r.content).join(",")}]`, tool_results: results };
         if (parsed.calls.some((c) => this.options.bundle.manifest.terminating_tools.includes(c.name))) endReason = "terminating_tool";
       }
@@ -230,6 +314,13 @@ export class Episode {
     return this.end(observation, info, endReason ?? "max_steps", truncated);
   }
 
+  private skipCall(call: ParsedCall, info: StepInfo, why: string): ToolResult {
+    const record: ActionRecord & { id: string } = { id: call.id, name: call.name, arguments: call.arguments, error: why };
+    info.tool_calls.push(record);
+    this.actions.push(record);
+    return { tool_call_id: call.id, name: call.name, content: errorContent("output_limit", why), ok: false };
+  }
+
   private runCall(session: EnvSession, call: ParsedCall, info: StepInfo): ToolResult {
     const record: ActionRecord & { id: string } = { id: call.id, name: call.name, arguments: call.arguments };
     info.tool_calls.push(record);
@@ -239,6 +330,8 @@ export class Episode {
       return { tool_call_id: call.id, name: call.name, content: errorContent(type, message), ok: false };
     };
     if (call.argumentsError) return reject("invalid_arguments", call.argumentsError);
+    const bad = nonFinite(call.arguments, "");
+    if (bad) return reject("invalid_arguments", `${call.name}: argument ${bad} is not a finite number (NaN and Infinity are not JSON)`);
     if (!this.validator.has(call.name)) return reject("unknown_tool", `unknown tool '${call.name}'; the tools are: ${this.validator.names.join(", ")}`);
     const problem = this.validator.check(call.name, call.arguments);
     if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);

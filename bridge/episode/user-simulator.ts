@@ -6,6 +6,8 @@ export interface UserSimulator {
   start(): Promise<string>;
   /** The user's answer to the agent's message; contains STOP_MARKER when the user is done. */
   reply(agentMessage: string): Promise<string>;
+  /** An independent simulator with this one's conversation so far (forking an episode). */
+  fork(): UserSimulator;
 }
 
 export const STOP_MARKER = "###STOP###";
@@ -98,6 +100,13 @@ export class OpenAIUserSimulator implements UserSimulator {
     return this.reply("Hi! How can I help you today?");
   }
 
+  fork(): OpenAIUserSimulator {
+    const copy = Object.create(OpenAIUserSimulator.prototype) as OpenAIUserSimulator;
+    // the same client and settings; its own copy of the history and of the replies still to replay
+    Object.assign(copy, this, { messages: this.messages.map((m) => ({ ...m })), prefill: [...this.prefill] });
+    return copy;
+  }
+
   async reply(agentMessage: string): Promise<string> {
     this.messages.push({ role: "user", content: `[Agent] ${agentMessage}` });
     const recorded = this.prefill.shift();
@@ -139,6 +148,12 @@ export class ScriptedUserSimulator implements UserSimulator {
 
   reply(): Promise<string> {
     return this.take();
+  }
+
+  fork(): ScriptedUserSimulator {
+    const copy = new ScriptedUserSimulator(this.replies);
+    copy.next = this.next;
+    return copy;
   }
 
   private async take(): Promise<string> {

@@ -16,7 +16,10 @@ export interface Divergence {
 export interface ReplayResult {
   episode_id: string;
   scenario_id: string;
+  /** Every replayed step matched the recording (for an incomplete episode: up to its last record). */
   ok: boolean;
+  /** False when the recording stops mid-episode (no episode_end, no terminal step): only what was recorded is replayed. */
+  complete: boolean;
   steps: number;
   /** The env or scenario source changed since the recording (replay still runs, to show where it matters). */
   changed: string[];
@@ -53,7 +56,7 @@ function compare(step: number, recorded: { observation: unknown; state_hash: str
  */
 export async function replayEpisode(registry: EnvRegistry, rec: RecordedEpisode, references = new ReferenceCache()): Promise<ReplayResult> {
   const s = rec.start;
-  const base = { episode_id: s.episode_id, scenario_id: s.scenario_id, steps: 0, changed: [] as string[] };
+  const base = { episode_id: s.episode_id, scenario_id: s.scenario_id, complete: rec.complete, steps: 0, changed: [] as string[] };
   const found = registry.scenario(s.scenario_id);
   if (!found) return { ...base, ok: false, divergence: { step: 0, what: "scenario", expected: s.scenario_id, actual: "not in the given envs" } };
   const { bundle, scenario } = found;

@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
 import { crc32 } from "node:zlib";
+import { z } from "zod";
 import type { PatchOp } from "../state/json-patch.js";
 import type { EpisodeError, Observation, RewardInfo, EndReason } from "../episode/episode.js";
+import { TRAJECTORY_FORMAT } from "./trajectory-writer.js";
 
 export interface EpisodeStartRecord {
   t: "episode_start";
@@ -47,36 +49,138 @@ export interface EpisodeEndRecord {
   result?: Omit<StepRecord, "t" | "episode_id" | "action" | "user_replies" | "ms">;
 }
 
+/** The first line of every file since the format was versioned. */
+export interface TrajectoryHeaderRecord {
+  t: "header";
+  format: string;
+  created: string;
+  pid: number;
+}
+
 export type TrajectoryRecord = EpisodeStartRecord | StepRecord | EpisodeEndRecord;
 
 export interface RecordedEpisode {
   start: EpisodeStartRecord;
   steps: StepRecord[];
   end?: EpisodeEndRecord;
+  /**
+   * False when the recording stops mid-episode: no episode_end and no terminal step (the server
+   * was killed, or the file was cut). Such an episode can be replayed only up to its last record.
+   */
+  complete: boolean;
   /** The simulated user's replies in order (the first one opens a conversation). */
   userReplies: string[];
 }
 
 export interface TrajectoryFile {
+  /** The file's format: TRAJECTORY_FORMAT, or LEGACY_FORMAT for a file written before files had a header. */
+  format: string;
   episodes: RecordedEpisode[];
-  /** Lines that could not be used, and why (a torn tail, a checksum mismatch). The rest is still read. */
+  /** Lines that could not be used, and why (a torn tail, a checksum mismatch, a malformed record). The rest is still read. */
   skipped: { line: number; reason: string }[];
 }
 
-/** Reads a trajectory file, skipping (and reporting) damaged lines instead of failing on them. */
+/**
+ * Files written before the format header existed (envscaler 0.1.0 up to this change): the same
+ * records, only without the first line. They are read as they are, and say so (`format`).
+ */
+export const LEGACY_FORMAT = "envscaler.trajectory/v0 (no header)";
+
+/** The file is not a trajectory file this version can read; the message says what it is instead. */
+export class TrajectoryFormatError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TrajectoryFormatError";
+  }
+}
+
+// Only what the reader, replay, the page and the SFT export rely on is checked; extra fields pass.
+const observation = z.looseObject({ role: z.string(), content: z.string() });
+const stepFields = {
+  step: z.number().int(),
+  observation,
+  reward: z.number(),
+  terminated: z.boolean(),
+  truncated: z.boolean(),
+  state_hash: z.string(),
+  diff: z.array(z.unknown()),
+  tool_calls: z.array(z.looseObject({ name: z.string() })),
+};
+const RECORDS = {
+  episode_start: z.looseObject({
+    episode_id: z.string(), env_id: z.string(), scenario_id: z.string(), seed: z.number().int(), env_hash: z.string(), scenario_hash: z.string(),
+    state_hash: z.string(), observation, introduction: z.string(), rules: z.array(z.string()), tools: z.array(z.unknown()), user_replies: z.array(z.string()),
+  }),
+  step: z.looseObject({ episode_id: z.string(), ...stepFields, user_replies: z.array(z.string()) }),
+  episode_end: z.looseObject({ episode_id: z.string(), how: z.enum(["terminal", "finish", "closed"]), result: z.looseObject(stepFields).optional() }),
+} as const;
+
+/** A line's record, or why it is not one. */
+function parseLine(line: string): { record: Record<string, unknown> } | { reason: string } {
+  const m = /^([0-9a-f]{8}) (.*)$/s.exec(line);
+  if (!m || crc32(m[2]!) !== parseInt(m[1]!, 16)) return { reason: "checksum mismatch" };
+  try {
+    const r = JSON.parse(m[2]!) as unknown;
+    if (r && typeof r === "object" && !Array.isArray(r)) return { record: r as Record<string, unknown> };
+  } catch {
+    /* below */
+  }
+  return { reason: "not a JSON object" };
+}
+
+/** The format a file's first record declares, or a TrajectoryFormatError saying why it has none we read. */
+function formatOf(path: string, first: string | undefined): string {
+  if (first === undefined) throw new TrajectoryFormatError(`${path} is empty: it holds no trajectory records`);
+  const p = parseLine(first);
+  if ("reason" in p) {
+    throw new TrajectoryFormatError(`${path} is not an envscaler trajectory file: its first line is not a checksummed record ("<crc32> <JSON>"; ${p.reason}). Is it another tool's file?`);
+  }
+  const r = p.record;
+  if (r.t === "header") {
+    if (r.format === TRAJECTORY_FORMAT) return TRAJECTORY_FORMAT;
+    const newer = typeof r.format === "string" && /^envscaler\.trajectory\/v(\d+)$/.exec(r.format);
+    throw new TrajectoryFormatError(
+      `${path} is in format ${JSON.stringify(r.format)}; this envscaler reads ${TRAJECTORY_FORMAT} and older files without a header` +
+        (newer && Number(newer[1]) > 1 ? ": it was written by a newer envscaler, upgrade to read it" : ""),
+    );
+  }
+  if (typeof r.t === "string" && r.t in RECORDS) return LEGACY_FORMAT;
+  throw new TrajectoryFormatError(`${path} is not an envscaler trajectory file: its first record is neither a format header nor an episode record (t = ${JSON.stringify(r.t)})`);
+}
+
+/**
+ * Reads a trajectory file, skipping (and reporting) damaged lines instead of failing on them.
+ * Throws TrajectoryFormatError for a file of another or unknown format (or an empty one).
+ */
 export function readTrajectories(path: string): TrajectoryFile {
   const text = readFileSync(path, "utf8");
   const lines = text.split("\n");
   const torn = !text.endsWith("\n") && text.length > 0;
+  if (torn && lines.length === 1) throw new TrajectoryFormatError(`${path} holds no whole record: the writer was stopped while writing its first line`);
+  const format = formatOf(path, lines.find((l) => l !== ""));
   const skipped: TrajectoryFile["skipped"] = [];
   const byId = new Map<string, RecordedEpisode>();
+  let sawHeader = false;
   lines.forEach((line, i) => {
     if (line === "") return;
     if (torn && i === lines.length - 1) return void skipped.push({ line: i + 1, reason: "torn tail (the writer was stopped mid-record)" });
-    const m = /^([0-9a-f]{8}) (.*)$/s.exec(line);
-    if (!m || crc32(m[2]!) !== parseInt(m[1]!, 16)) return void skipped.push({ line: i + 1, reason: "checksum mismatch" });
-    const r = JSON.parse(m[2]!) as TrajectoryRecord;
-    if (r.t === "episode_start") byId.set(r.episode_id, { start: r, steps: [], userReplies: [...r.user_replies] });
+    const p = parseLine(line);
+    if ("reason" in p) return void skipped.push({ line: i + 1, reason: p.reason });
+    const t = p.record.t;
+    if (t === "header") {
+      if (sawHeader || format === LEGACY_FORMAT) skipped.push({ line: i + 1, reason: "a second format header" });
+      sawHeader = true;
+      return;
+    }
+    const schema = typeof t === "string" && Object.hasOwn(RECORDS, t) ? RECORDS[t as keyof typeof RECORDS] : undefined;
+    if (!schema) return void skipped.push({ line: i + 1, reason: `unknown record type ${JSON.stringify(t)}` });
+    const checked = schema.safeParse(p.record);
+    if (!checked.success) {
+      const issue = checked.error.issues[0]!;
+      return void skipped.push({ line: i + 1, reason: `malformed ${t} record: ${issue.path.join(".") || "(record)"}: ${issue.message}` });
+    }
+    const r = p.record as unknown as TrajectoryRecord;
+    if (r.t === "episode_start") byId.set(r.episode_id, { start: r, steps: [], complete: false, userReplies: [...r.user_replies] });
     else {
       const ep = byId.get(r.episode_id);
       if (!ep) return void skipped.push({ line: i + 1, reason: `record for episode ${r.episode_id} before its start` });
@@ -86,5 +190,9 @@ export function readTrajectories(path: string): TrajectoryFile {
       } else ep.end = r;
     }
   });
-  return { episodes: [...byId.values()], skipped };
+  for (const ep of byId.values()) {
+    const last = ep.steps.at(-1);
+    ep.complete = ep.end !== undefined || Boolean(last && (last.terminated || last.truncated));
+  }
+  return { format, episodes: [...byId.values()], skipped };
 }

@@ -2,8 +2,9 @@
 // It is an expression: a function the host calls once with its capabilities, returning the
 // dispatcher the host keeps a handle to. Everything it needs is captured here, before untrusted code
 // runs, so an env that patches JSON, Object or Array later cannot change how state is read out.
-(function installPrelude(hostRead, config) {
+(function installPrelude(hostRead, configJson) {
   "use strict";
+  const config = JSON.parse(configJson);
   const G = globalThis;
   const ObjectKeys = Object.keys;
   const ObjectCreate = Object.create;
@@ -45,8 +46,10 @@
 
   //// determinism: seeded Math.random, virtual clock, no GC-timing or timing APIs ////
 
-  // sfc32, seeded from the episode seed; the same seed gives the same sequence on every machine.
-  let a = config.seed[0] | 0, b = config.seed[1] | 0, c = config.seed[2] | 0, d = config.seed[3] | 0;
+  // sfc32, seeded from the episode seed by `configure`; the same seed gives the same sequence on
+  // every machine. Configured after the env's class is evaluated (images are taken before any
+  // episode exists), so top-level code of an env runs unseeded, once per env, never per episode.
+  let a = 0, b = 0, c = 0, d = 0;
   function random() {
     a |= 0; b |= 0; c |= 0; d |= 0;
     const t = (((a + b) | 0) + d) | 0;
@@ -57,11 +60,19 @@
     c = (c + t) | 0;
     return (t >>> 0) / 4294967296;
   }
-  for (let i = 0; i < 12; i++) random();
   ObjectDefineProperty(Math, "random", { value: random, writable: false, configurable: false });
 
-  // Virtual clock: starts at config.clockMs, advances 1 ms per read and by config.tickMs per tool call.
-  let clockMs = config.clockMs;
+  // Virtual clock: starts at the configured time, advances 1 ms per read and by tickMs per tool call.
+  let clockMs = 0;
+  let tickMs = 0;
+  function configure(json) {
+    const c2 = JSONParse(json);
+    a = c2.seed[0] | 0; b = c2.seed[1] | 0; c = c2.seed[2] | 0; d = c2.seed[3] | 0;
+    for (let i = 0; i < 12; i++) random();
+    clockMs = c2.clockMs;
+    tickMs = c2.tickMs;
+    return null;
+  }
   const now = () => ++clockMs;
   function VirtualDate(...args) {
     if (new.target === undefined) return new OrigDate(now()).toString();
@@ -228,12 +239,8 @@
         if (!isKey(key)) return ReflectGet(t, key, receiver);
         if (exists(coll, key)) {
           const v = load(coll, key);
-          if (v !== null && typeof v === "object") {
-            // a record handed out can be mutated at any later time through this reference
-            if (!readOnly) markDirty(coll, key);
-            return wrap(v, coll, key);
-          }
-          return v;
+          // every write through the proxy handed out marks the record then, so a read marks nothing
+          return v !== null && typeof v === "object" ? wrap(v, coll, key) : v;
         }
         return ReflectGet(t, key, receiver); // inherited members such as hasOwnProperty
       },
@@ -292,13 +299,24 @@
   //// env mode: one env instance, its tools and its change reports ////
 
   let instance = null;
-  // top-level key -> what was last reported: COLLECTION for a tracked collection, else its JSON
+  // top-level key -> what was last reported: COLLECTION for a tracked collection, else
+  // {value, json, tracked}: the field's value then, its JSON, and whether it is our tracking proxy
   const COLLECTION = {};
   const reported = ObjectCreate(null);
+  // Top-level values that are plain objects or arrays are kept behind the same write-tracking
+  // proxies as records (a pseudo-collection keyed by field name), so an unchanged field costs an
+  // identity check per call, not a JSON.stringify that grows with the episode.
+  const TOP = { name: "", dirty: ObjectCreate(null), hot: ObjectCreate(null) };
+  const ObjectProto = Object.prototype;
 
   function collectionAt(key, v) {
     const coll = collections[key];
     return coll !== undefined && coll.proxy === v ? coll : null;
+  }
+
+  function isPlain(v) {
+    const proto = ObjectGetPrototypeOf(v);
+    return proto === ObjectProto || proto === ArrayProto || proto === null;
   }
 
   function recordJson(coll, id) {
@@ -307,9 +325,21 @@
     return JSONStringify(v === undefined ? null : v);
   }
 
-  // Reports every record that may have changed since the last report, with its current JSON (null =
-  // deleted), and every top-level value whose JSON changed (null = removed). The host diffs against
-  // its own copy, so reporting an unchanged record is harmless and missing a changed one is not.
+  // A record that had an object assigned into it may still be reachable through the env's own
+  // (untracked) reference to that object until the call ends. At the end of the call it is
+  // reported and replaced by a copy of itself, so from the next call on every reference into the
+  // state goes through a tracking proxy again: a call costs what it wrote, never what earlier
+  // calls created. (A reference an env keeps across calls to an object it assigned into the state
+  // then points at a detached copy: read the record back from the state instead.)
+  function reportRecord(coll, key, id, records) {
+    const json = recordJson(coll, id);
+    push(records, [key, id, json]);
+    if (json !== null && own(coll.hot, id)) coll.loaded[id] = JSONParse(json);
+  }
+
+  // Reports every record written since the last report, with its current JSON (null = deleted),
+  // and every top-level value whose JSON changed (null = removed). The host diffs against its own
+  // copy, so reporting an unchanged record is harmless and missing a changed one is not.
   function collectChanges() {
     const records = [];
     const values = [];
@@ -319,18 +349,40 @@
       const v = instance[key];
       const coll = collectionAt(key, v);
       if (coll !== null) {
-        for (const id of ObjectKeys(coll.dirty)) push(records, [key, id, recordJson(coll, id)]);
-        for (const id of ObjectKeys(coll.hot)) if (!own(coll.dirty, id)) push(records, [key, id, recordJson(coll, id)]);
+        for (const id of ObjectKeys(coll.dirty)) reportRecord(coll, key, id, records);
+        for (const id of ObjectKeys(coll.hot)) if (!own(coll.dirty, id)) reportRecord(coll, key, id, records);
         coll.dirty = ObjectCreate(null);
+        coll.hot = ObjectCreate(null);
         reported[key] = COLLECTION;
         continue;
       }
+      const last = reported[key];
+      const prev = last !== undefined && last !== COLLECTION ? last : null;
+      const isObject = v !== null && typeof v === "object";
+      // our own tracking proxy for this field, unchanged since the last report: nothing to do
+      if (prev !== null && prev.value === v && (!isObject || prev.tracked) && !own(TOP.dirty, key) && !own(TOP.hot, key)) continue;
       const json = JSONStringify(v === undefined ? null : v);
-      if (json !== reported[key]) { push(values, [key, json]); reported[key] = json; }
+      let value = v;
+      let tracked = false;
+      // A plain object or array the env put in this field is copied behind a tracking proxy (see
+      // reportRecord). Not an alias into the state (a record's proxy kept in a field: it must stay
+      // that record) nor a non-plain object (a Map, a class instance): those are compared by JSON
+      // on every call, as they cannot be tracked.
+      if (isObject && isPlain(v) && (!whas(toRaw, v) || (prev !== null && prev.value === v && prev.tracked))) {
+        tracked = true;
+        if (!(prev !== null && prev.value === v) || own(TOP.hot, key)) {
+          value = wrap(JSONParse(json), TOP, key);
+          instance[key] = value;
+        }
+      }
+      if (prev === null || json !== prev.json) push(values, [key, json]);
+      reported[key] = { value, json, tracked };
     }
     for (const key of ObjectKeys(reported)) {
       if (!seen[key]) { push(values, [key, null]); delete reported[key]; }
     }
+    TOP.dirty = ObjectCreate(null);
+    TOP.hot = ObjectCreate(null);
     return { records, values };
   }
 
@@ -383,7 +435,7 @@
       if (typeof name !== "string" || !identifier.test(name) || name === "constructor") fail("invalid tool name");
       const fn = instance[name];
       if (typeof fn !== "function") fail("tool " + name + " is not a method of the env");
-      clockMs += config.tickMs;
+      clockMs += tickMs;
       let result;
       let threw = null;
       try {
@@ -401,11 +453,13 @@
       return threw === null ? { result: resultJson, changes } : { error: threw, changes };
     },
     methods() { return methodNames(instance); },
+    configure,
   };
 
   //// checker mode: one check function over read-only initial and final states ////
 
   const checkOps = {
+    configure,
     check(source, layoutsJson, extrasJson) {
       const layouts = JSONParse(layoutsJson);
       const initial = buildScoped("initial", layouts.initial);

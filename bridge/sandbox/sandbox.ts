@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import { safeGuestStackBytes, type SandboxLimits } from "./limits.js";
-import { newCappedModule, type CappedModule } from "./quickjs-loader.js";
+import { Machine, MachineOutOfMemory, newBlankInstance, type BlankInstance, type MachineImage } from "./quickjs-machine.js";
 import { SandboxFault } from "./sandbox-fault.js";
 
 const PRELUDE = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
@@ -9,10 +8,11 @@ const PRELUDE = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
 /** Reads state on the guest's behalf: ("get", collection, id) → record JSON, ("keys", c) → JSON id list, ("has", c, id) → "1"/"0". */
 export type HostRead = (op: string, collection: string, id: string) => string | undefined;
 
-export interface SandboxOptions {
-  /** "env" runs one env instance and its tools; "check" runs check functions over read-only states. */
-  mode: "env" | "check";
-  limits: SandboxLimits;
+/** What a sandbox runs: one env instance and its tools, or check functions over read-only states. */
+export type SandboxMode = "env" | "check";
+
+/** Per-episode settings, applied when a sandbox is made (fresh or from an image). */
+export interface SandboxConfig {
   /** Seeds the guest's Math.random (four 32-bit words). */
   seed: [number, number, number, number];
   /** Virtual clock start, in ms since the Unix epoch. */
@@ -20,6 +20,11 @@ export interface SandboxOptions {
   /** How far the virtual clock advances per tool call. */
   tickMs: number;
   hostRead: HostRead;
+}
+
+export interface SandboxOptions extends SandboxConfig {
+  mode: SandboxMode;
+  limits: SandboxLimits;
 }
 
 /** What a guest op returned: a value, or the exception the guest code threw. */
@@ -39,59 +44,105 @@ export function setCallMonitor(m: CallMonitor | null): void {
 }
 
 /**
- * A QuickJS instance made ahead of time, before anyone asked for it: capped memory, runtime limits,
- * the prelude compiled into its installer function. Nothing is configured (seed, clock, mode, state
- * access) and no guest code has run in it, so handing it to any env or check is the same as
- * creating it then; it only moves ~5 ms of instantiation and prelude compilation off reset and
- * scoring.
+ * A captured sandbox: its machine image plus what the host needs to drive it. Immutable; restoring
+ * it any number of times gives sandboxes that each continue from exactly this point.
  */
-interface Prepared {
-  capped: CappedModule;
-  runtime: QuickJSRuntime;
-  context: QuickJSContext;
-  installer: QuickJSHandle;
+export interface SandboxImage {
+  readonly machine: MachineImage;
+  readonly mode: SandboxMode;
+  readonly limits: SandboxLimits;
+  readonly stackBytes: number;
 }
 
-/** Prepared instances kept per (memory cap, stack) shape in this thread. */
-const POOL_PER_SHAPE = 4;
-const pool = new Map<string, Prepared[]>();
-const refilling = new Set<string>();
+// ---- instances: fresh ones made ahead of time, healthy used ones recycled ----
 
-async function prepare(memoryBytes: number, stackBytes: number): Promise<Prepared> {
-  const capped = await newCappedModule(memoryBytes);
-  const runtime = capped.module.newRuntime();
-  // setMemoryLimit only refuses single huge allocations here, which still fails fast on e.g. 'x'.repeat(2**30)
-  runtime.setMemoryLimit(capped.maxBytes);
-  runtime.setMaxStackSize(stackBytes);
-  const context = runtime.newContext();
-  const compiled = context.evalCode(PRELUDE, "prelude.js");
-  if (compiled.error) {
-    const message = context.dump(compiled.error);
-    compiled.error.dispose();
-    context.dispose();
-    runtime.dispose();
-    throw new SandboxFault("env_crashed", `prelude: ${JSON.stringify(message)}`);
-  }
-  return { capped, runtime, context, installer: compiled.value };
+/** Fresh instances kept ready per memory cap (made in the background after the current turn). */
+const FRESH_PER_CAP = 4;
+/** Released instances kept per memory cap for reuse; beyond this they are dropped. */
+const RECYCLED_PER_CAP = 1024;
+/** An instance whose memory grew past this is not recycled (wasm memory never shrinks). */
+const RECYCLE_MAX_BYTES = 64 << 20;
+
+interface InstancePool {
+  fresh: BlankInstance[];
+  recycled: BlankInstance[];
+  refilling: boolean;
+}
+const pools = new Map<number, InstancePool>();
+
+function poolFor(maxBytes: number): InstancePool {
+  let p = pools.get(maxBytes);
+  if (!p) pools.set(maxBytes, (p = { fresh: [], recycled: [], refilling: false }));
+  return p;
 }
 
-/** Tops the shape's pool up in the background, after the current turn's work. */
-function refill(key: string, memoryBytes: number, stackBytes: number): void {
-  if (refilling.has(key)) return;
-  refilling.add(key);
+function refill(maxBytes: number): void {
+  const pool = poolFor(maxBytes);
+  if (pool.refilling || pool.fresh.length >= FRESH_PER_CAP) return;
+  pool.refilling = true;
   setImmediate(() => {
     void (async () => {
       try {
-        const list = pool.get(key) ?? [];
-        pool.set(key, list);
-        while (list.length < POOL_PER_SHAPE) list.push(await prepare(memoryBytes, stackBytes));
+        while (pool.fresh.length < FRESH_PER_CAP) pool.fresh.push(await newBlankInstance(maxBytes));
       } catch {
-        /* the next create() prepares its own instance and reports the problem there */
+        /* the next take() makes its own instance and reports the problem there */
       } finally {
-        refilling.delete(key);
+        pool.refilling = false;
       }
     })();
   });
+}
+
+/** An instance to restore an image into: recycled first (no instantiation at all), else fresh. */
+async function takeInstance(maxBytes: number, fresh: boolean): Promise<BlankInstance> {
+  const pool = poolFor(maxBytes);
+  const inst = (fresh ? undefined : pool.recycled.pop()) ?? pool.fresh.pop() ?? (await newBlankInstance(maxBytes));
+  refill(maxBytes);
+  return inst;
+}
+
+function recycle(inst: BlankInstance, always = false): void {
+  const pool = poolFor(inst.maxBytes);
+  if (always || (pool.recycled.length < RECYCLED_PER_CAP && inst.memory.buffer.byteLength <= RECYCLE_MAX_BYTES)) pool.recycled.push(inst);
+}
+
+// ---- dormant sandboxes: at most MAX_LIVE hold a wasm instance, the others are images ----
+
+/**
+ * Sandboxes per thread that hold a wasm instance at once. Every WebAssembly.Memory reserves address
+ * space and counts as external memory in V8, which makes creating one slower the more exist (measured:
+ * 9 ms each at 100, 60 ms at 1,000). Beyond this many, the least recently used sandbox is captured
+ * (its non-zero pages) and its instance handed to the one that needs it; it wakes by the same memory
+ * copy when next called. ENVSCALER_LIVE_SANDBOXES overrides it.
+ */
+let MAX_LIVE = Math.max(2, Number(process.env.ENVSCALER_LIVE_SANDBOXES) || 256);
+
+/** Sets how many sandboxes of this thread may hold a wasm instance at once (see MAX_LIVE). */
+export function setMaxLiveSandboxes(n: number): void {
+  MAX_LIVE = Math.max(2, Math.floor(n));
+}
+/** Live sandboxes, least recently used first (a Map keeps insertion order; touching re-inserts). */
+const live = new Map<Sandbox, true>();
+
+/** Sends least recently used sandboxes to sleep until fewer than MAX_LIVE hold an instance (preferring ones of `cap`). */
+function makeRoom(cap: number): void {
+  while (live.size >= MAX_LIVE) {
+    let victim: Sandbox | undefined;
+    for (const s of live.keys()) if (s.cap === cap) { victim = s; break; }
+    victim ??= live.keys().next().value!;
+    victim.sleep();
+  }
+}
+
+/** Instances held for reuse in this thread (for stats and tests). */
+export function pooledInstances(): { fresh: number; recycled: number; live: number } {
+  let fresh = 0;
+  let recycled = 0;
+  for (const p of pools.values()) {
+    fresh += p.fresh.length;
+    recycled += p.recycled.length;
+  }
+  return { fresh, recycled, live: live.size };
 }
 
 /** Thrown for env source that does not even evaluate (syntax errors, top-level throws). */
@@ -100,40 +151,98 @@ export class GuestEvalError extends Error {
 }
 
 /**
- * One QuickJS instance with its own capped memory, a stack budget, a per-call deadline, no host
- * capabilities except `hostRead`, and the prelude installed. Every call crosses as JSON text.
- * After any SandboxFault the sandbox is poisoned: it refuses further calls and dispose() only drops it.
+ * One QuickJS machine in its own wasm instance with capped memory, a stack budget, a per-call
+ * deadline, no host capabilities except `hostRead`, and the prelude installed. Every call crosses
+ * as JSON text. After any SandboxFault the sandbox is poisoned: it refuses further calls and
+ * dispose() only drops it. A healthy sandbox's instance is recycled on dispose: the next restore
+ * into it overwrites everything this sandbox could have written.
  */
 export class Sandbox implements Disposable {
   private deadline = 0;
   private interrupted = false;
   private poisoned: SandboxFault | null = null;
   private disposed = false;
-  private readonly scope: QuickJSHandle[] = [];
-  private dispatcher!: QuickJSHandle;
+  private hostRead: HostRead;
+  private awake: Machine | null = null;
+  /** Set while the sandbox sleeps: its image, restored when it is next called. */
+  private dormant: SandboxImage | null = null;
 
   private constructor(
-    private readonly capped: CappedModule,
-    private readonly runtime: QuickJSRuntime,
-    private readonly context: QuickJSContext,
+    readonly mode: SandboxMode,
     readonly limits: SandboxLimits,
-  ) {}
+    private readonly stackBytes: number,
+    config: SandboxConfig,
+  ) {
+    this.hostRead = config.hostRead;
+  }
 
-  static async create(options: SandboxOptions): Promise<Sandbox> {
-    const stackBytes = Math.min(options.limits.stackBytes, safeGuestStackBytes());
-    const key = `${options.limits.memoryBytes}:${stackBytes}`;
-    const { capped, runtime, context, installer } = pool.get(key)?.pop() ?? (await prepare(options.limits.memoryBytes, stackBytes));
-    refill(key, options.limits.memoryBytes, stackBytes);
-    const sandbox = new Sandbox(capped, runtime, context, options.limits);
-    runtime.setInterruptHandler(() => {
-      if (sandbox.deadline !== 0 && performance.now() > sandbox.deadline) {
-        sandbox.interrupted = true;
+  /** The memory cap of this sandbox's instance (instances are only exchanged between equal caps). */
+  get cap(): number {
+    return memoryCap(this.limits);
+  }
+
+  private get machine(): Machine {
+    if (this.awake === null) this.wake();
+    return this.awake!;
+  }
+
+  private attach(m: Machine): void {
+    this.awake = m;
+    live.set(this, true);
+  }
+
+  /** Captures this sandbox and gives its instance back (called by makeRoom, between guest calls). */
+  sleep(): void {
+    live.delete(this);
+    if (this.awake === null) return;
+    if (this.poisoned) {
+      this.awake = null; // a faulted instance is never reused
+      return;
+    }
+    this.dormant = this.capture(true);
+    live.delete(this);
+    recycle(this.awake.release(), true);
+    this.awake = null;
+  }
+
+  private wake(): void {
+    if (!this.dormant) throw new SandboxFault("env_crashed", "sandbox has neither a machine nor an image");
+    makeRoom(this.cap);
+    const pool = poolFor(this.cap);
+    const inst = pool.recycled.pop() ?? pool.fresh.pop();
+    refill(this.cap);
+    if (!inst) throw this.poison(new SandboxFault("env_crashed", "no wasm instance was free to wake this sandbox"));
+    this.attach(Machine.restore(inst, this.dormant.machine, this.target));
+    this.dormant = null;
+  }
+
+  /** The guest's calls into the host land here: only `hostRead(op, collection, id)` exists. */
+  private readonly target = {
+    hostCall: (_self: number, argc: number, argv: number): number => {
+      if (argc !== 3) return 0;
+      const m = this.machine;
+      const text = this.hostRead(m.argString(argv, 0), m.argString(argv, 1), m.argString(argv, 2));
+      return text === undefined ? 0 : m.newString(text);
+    },
+    shouldInterrupt: (): boolean => {
+      if (this.deadline !== 0 && performance.now() > this.deadline) {
+        this.interrupted = true;
         return true;
       }
       return false;
-    });
+    },
+  };
+
+  /** A sandbox built from nothing: a fresh instance, a new runtime, the prelude installed and configured. */
+  static async create(options: SandboxOptions): Promise<Sandbox> {
+    const stackBytes = Math.min(options.limits.stackBytes, safeGuestStackBytes());
+    const sandbox = new Sandbox(options.mode, options.limits, stackBytes, options);
+    const inst = await takeInstance(memoryCap(options.limits), true);
+    makeRoom(inst.maxBytes);
+    sandbox.attach(Machine.create(inst, stackBytes, sandbox.target));
     try {
-      sandbox.install(options, installer);
+      sandbox.install();
+      sandbox.configure(options);
     } catch (e) {
       sandbox.dispose();
       throw e;
@@ -141,136 +250,183 @@ export class Sandbox implements Disposable {
     return sandbox;
   }
 
-  private install(options: SandboxOptions, installer: QuickJSHandle): void {
-    const ctx = this.context;
-    const hostRead = ctx.newFunction("hostRead", (opH, collH, idH) => {
-      const text = options.hostRead(ctx.getString(opH), ctx.getString(collH), ctx.getString(idH));
-      return text === undefined ? ctx.undefined : ctx.newString(text);
-    });
-    this.scope.push(hostRead);
-    const config = this.guard(
-      () => ctx.evalCode(`(${JSON.stringify({ mode: options.mode, seed: options.seed, clockMs: options.clockMs, tickMs: options.tickMs })})`),
-      "prelude config",
-    );
-    this.dispatcher = this.guard(() => ctx.callFunction(installer, ctx.undefined, hostRead, config), "prelude install");
-    installer.dispose();
-    config.dispose();
-    this.scope.push(this.dispatcher);
+  /** A sandbox continuing from an image (usually recycled instance + memory copy), then configured. */
+  static async restore(image: SandboxImage, config: SandboxConfig | null, hostRead: HostRead): Promise<Sandbox> {
+    const sandbox = new Sandbox(image.mode, image.limits, image.stackBytes, { seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead });
+    makeRoom(image.machine.maxBytes);
+    const inst = await takeInstance(image.machine.maxBytes, false);
+    sandbox.attach(Machine.restore(inst, image.machine, sandbox.target));
+    if (config) {
+      try {
+        sandbox.configure(config);
+      } catch (e) {
+        sandbox.dispose();
+        throw e;
+      }
+    }
+    return sandbox;
+  }
+
+  private install(): void {
+    const m = this.machine;
+    const installer = this.guard(() => m.eval(PRELUDE, "prelude.js"), "prelude");
+    const hostRead = m.newHostFunction("hostRead");
+    const config = m.newString(JSON.stringify({ mode: this.mode }));
+    try {
+      m.dispatcher = this.guard(() => m.callValues(installer, [hostRead, config]), "prelude install");
+    } finally {
+      m.free(config);
+      m.free(hostRead);
+      m.free(installer);
+    }
+  }
+
+  private configure(config: SandboxConfig): void {
+    this.hostRead = config.hostRead;
+    const out = this.dispatch("configure", JSON.stringify({ seed: config.seed, clockMs: config.clockMs, tickMs: config.tickMs }));
+    if (!out.ok) throw this.poison(new SandboxFault("env_crashed", `configure: ${out.error.message}`));
+  }
+
+  /** Captures this sandbox now (between calls). `sparse` for images kept and restored many times. */
+  capture(sparse = true): SandboxImage {
+    this.assertUsable();
+    if (this.dormant) return this.dormant; // already an image (sparse), and immutable
+    return { machine: this.machine.capture(sparse), mode: this.mode, limits: this.limits, stackBytes: this.stackBytes };
   }
 
   /** Evaluates trusted-shape, untrusted-content source (an env class) at global scope. */
   evalScript(source: string, filename: string): void {
-    const handle = this.guard(() => this.context.evalCode(source, filename), filename);
-    handle.dispose();
+    this.machine.free(this.guard(() => this.machine.eval(source, filename), filename));
   }
 
   /** Calls a prelude op; the guest answers with JSON text that is size-checked and parsed here. */
   dispatch(op: string, ...args: string[]): GuestResult {
-    const ctx = this.context;
-    const handles = [ctx.newString(op), ...args.map((a) => ctx.newString(a))];
+    const m = this.machine;
+    const out = this.guard(() => m.call(m.dispatcher, [op, ...args]), op);
+    let text: string;
     try {
-      const out = this.guard(() => ctx.callFunction(this.dispatcher, ctx.undefined, ...handles), op);
-      const text = ctx.getString(out);
-      out.dispose();
-      // Guest code can catch an out-of-memory error and carry on, but linear memory never shrinks:
-      // a sandbox that has grown to its cap is spent, whatever the guest reported.
-      if (this.memoryBytes >= this.capped.maxBytes * 0.9) {
-        throw this.poison(new SandboxFault("env_oom", `${op}: the sandbox reached its ${this.capped.maxBytes}-byte memory cap`));
-      }
-      if (text.length > this.limits.maxOutputBytes) {
-        throw this.poison(new SandboxFault("env_output_invalid", `output of ${text.length} bytes is over the ${this.limits.maxOutputBytes}-byte limit`));
-      }
-      return JSON.parse(text) as GuestResult;
+      text = m.getString(out);
     } finally {
-      if (this.poisoned === null) for (const h of handles) h.dispose();
+      m.free(out);
     }
+    // Guest code can catch an out-of-memory error and carry on, but linear memory never shrinks:
+    // a sandbox that has grown to its cap is spent, whatever the guest reported.
+    if (this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${op}: the sandbox reached its ${m.maxBytes}-byte memory cap`));
+    if (text.length > this.limits.maxOutputBytes) {
+      throw this.poison(new SandboxFault("env_output_invalid", `output of ${text.length} bytes is over the ${this.limits.maxOutputBytes}-byte limit (maxOutputBytes)`));
+    }
+    // The envelope is built by the prelude with functions captured before guest code ran, but the
+    // values inside pass through whatever the guest did to its realm (a patched toJSON, say): trust
+    // only what validates.
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw this.poison(new SandboxFault("env_output_invalid", `${op}: the sandbox answered with text that is not JSON`));
+    }
+    const r = parsed as { ok?: unknown; value?: unknown; error?: { name?: unknown; message?: unknown } };
+    if (r !== null && typeof r === "object" && r.ok === true && "value" in r) return { ok: true, value: r.value };
+    if (r !== null && typeof r === "object" && r.ok === false && r.error !== null && typeof r.error === "object" && typeof r.error.name === "string" && typeof r.error.message === "string") {
+      return { ok: false, error: { name: r.error.name, message: r.error.message } };
+    }
+    throw this.poison(new SandboxFault("env_output_invalid", `${op}: the sandbox's answer does not have the prelude's shape (was a builtin patched?)`));
   }
 
   /** Bytes of linear memory the guest has grown to (it never shrinks). */
   get memoryBytes(): number {
-    return this.capped.memory.buffer.byteLength;
+    return this.dormant ? this.dormant.machine.memoryBytes : this.machine.memoryBytes;
   }
 
   get alive(): boolean {
     return !this.disposed && this.poisoned === null;
   }
 
+  private nearCap(): boolean {
+    return this.machine.memoryBytes >= this.machine.maxBytes * 0.9;
+  }
+
+  private assertUsable(): void {
+    if (this.poisoned) throw this.poisoned;
+    if (this.disposed) throw new SandboxFault("env_crashed", "sandbox already disposed");
+  }
+
   /**
    * Runs one guest entry under the deadline and turns every way it can go wrong into either a
    * GuestEvalError (guest code threw) or a SandboxFault (the sandbox can no longer be trusted).
+   * Faults are classified by what happened (the deadline passed, memory reached its cap, the host
+   * stack or wasm trapped), never by the text of a guest-made error.
    */
-  private guard(run: () => { error?: QuickJSHandle; value?: QuickJSHandle } & object, what: string): QuickJSHandle {
-    if (this.poisoned) throw this.poisoned;
-    if (this.disposed) throw new SandboxFault("env_crashed", "sandbox already disposed");
+  private guard(run: () => { ok: true; value: number } | { ok: false; error: number }, what: string): number {
+    this.assertUsable();
+    const m = this.machine; // wakes a sleeping sandbox
+    live.delete(this);
+    live.set(this, true); // most recently used
+    void m;
     this.interrupted = false;
     this.deadline = performance.now() + this.limits.callTimeoutMs;
-    let result: { error?: QuickJSHandle; value?: QuickJSHandle };
+    let result: { ok: true; value: number } | { ok: false; error: number };
     monitor?.start(Date.now() + this.limits.callTimeoutMs);
     try {
       result = run();
     } catch (e) {
+      if (e instanceof MachineOutOfMemory || this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.machine.maxBytes} bytes)`));
       // a host-side exception thrown through wasm frames (stack overflow, abort) leaves QuickJS inconsistent
       throw this.poison(new SandboxFault("env_crashed", `${what}: sandbox aborted (${e instanceof Error ? e.message : String(e)})`));
     } finally {
       this.deadline = 0;
       monitor?.end();
     }
-    if (result.error === undefined) return result.value as QuickJSHandle;
+    if (result.ok) return result.value;
     const errorHandle = result.error;
-    if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${this.limits.callTimeoutMs} ms deadline`));
-    if (this.memoryBytes >= this.capped.maxBytes * 0.9) {
-      throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.capped.maxBytes} bytes)`));
-    }
+    if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${this.limits.callTimeoutMs} ms deadline (callTimeoutMs)`));
+    if (this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.machine.maxBytes} bytes)`));
     // Reading a guest error runs guest code (getters); read name/message as plain strings, under a deadline.
     let message = "unknown error";
     try {
       this.deadline = performance.now() + this.limits.callTimeoutMs;
-      const name = this.readStringProp(errorHandle, "name");
-      const msg = this.readStringProp(errorHandle, "message");
+      const name = this.machine.stringProp(errorHandle, "name");
+      const msg = this.machine.stringProp(errorHandle, "message");
       message = name ? `${name}: ${msg}` : msg;
     } catch {
       /* unreadable error value */
     } finally {
       this.deadline = 0;
-      if (!this.interrupted) errorHandle.dispose();
+      if (!this.interrupted) this.machine.free(errorHandle);
     }
     if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the deadline while reading an error`));
-    if (what.startsWith("prelude") || /out of memory|stack overflow/i.test(message)) {
-      // the prelude's dispatcher catches everything guest code throws, so an escape means QuickJS itself gave up
-      throw this.poison(new SandboxFault(/memory/i.test(message) ? "env_oom" : "env_crashed", `${what}: ${message}`));
+    // the prelude's dispatcher catches everything guest code throws, so an error escaping a prelude
+    // op means QuickJS itself could not go on (e.g. a stack overflow inside the handler)
+    if (what === "prelude" || what === "prelude install" || what === "configure" || PRELUDE_OPS.has(what)) {
+      throw this.poison(new SandboxFault("env_crashed", `${what}: the sandbox could not complete the call (${message})`));
     }
     throw new GuestEvalError(message);
   }
 
-  private readStringProp(handle: QuickJSHandle, key: string): string {
-    const prop = this.context.getProp(handle, key);
-    try {
-      return this.context.typeof(prop) === "string" ? this.context.getString(prop) : "";
-    } finally {
-      prop.dispose();
-    }
-  }
-
   private poison(fault: SandboxFault): SandboxFault {
     this.poisoned ??= fault;
+    live.delete(this);
     return fault;
   }
 
-  /** Frees the QuickJS runtime, or after a fault just lets go of it: a poisoned runtime may abort on free. */
+  /** Recycles a healthy sandbox's instance; a poisoned one is just dropped (it may abort on free). */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    if (this.poisoned) return;
-    try {
-      for (const h of this.scope.reverse()) if (h.alive) h.dispose();
-      this.context.dispose();
-      this.runtime.dispose();
-    } catch {
-      /* a leak assertion in a guest-damaged runtime; the whole wasm instance is dropped anyway */
-    }
+    live.delete(this);
+    this.dormant = null;
+    if (this.poisoned || !this.awake) return;
+    recycle(this.awake.release());
+    this.awake = null;
   }
 
   [Symbol.dispose](): void {
     this.dispose();
   }
+}
+
+/** The prelude's dispatcher ops: an error escaping one of them is a sandbox fault, not a guest error. */
+const PRELUDE_OPS = new Set(["init", "call", "methods", "configure", "check"]);
+
+function memoryCap(limits: SandboxLimits): number {
+  return Math.max(256, Math.ceil(limits.memoryBytes / 65536)) * 65536;
 }

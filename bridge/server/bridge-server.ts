@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../protocol/codec.js";
 import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error-codes.js";
 import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody } from "../../protocol/messages.js";
-import { EnvRuntime, RuntimeError } from "../engine/env-runtime.js";
+import { EnvRuntime, RuntimeError, type ForkResult } from "../engine/env-runtime.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
 
@@ -73,6 +73,9 @@ export class BridgeServer {
     this.log = options.logger;
     this.sessions = new SessionTable(this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions);
     this.socket.maxMessageSize = this.limits.maxFrameBytes;
+    // a ROUTER silently drops a reply when the peer's queue is at its high-water mark; replies are
+    // already bounded by max_in_flight, so queue them all rather than lose any
+    this.socket.sendHighWaterMark = 0;
     // flush queued replies for up to a second when closing, then drop them
     this.socket.linger = 1000;
     if (options.curve) {
@@ -172,7 +175,8 @@ export class BridgeServer {
           server_version: SERVER_VERSION,
           replica: this.replica,
           instance: this.instance,
-          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH },
+          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions },
+          ops: [...OPS],
         };
       case "list_envs":
         return {
@@ -199,6 +203,8 @@ export class BridgeServer {
       case "step":
         return this.onSession(req.session_id, (s) => this.runtime.step(needEpisode(s), req.action) as unknown as Promise<Result>);
       case "step_batch": {
+        // any size up to the replica's session limit works; the schema's own bound is far above it
+        if (req.steps.length > this.limits.maxSessions) throw new ProtocolError("too_large", `a step_batch holds at most max_sessions (${this.limits.maxSessions}) entries; got ${req.steps.length}`);
         const results = await Promise.all(
           req.steps.map((st) =>
             this.onSession(st.session_id, (s) => this.runtime.step(needEpisode(s), st.action)).then(
@@ -232,6 +238,21 @@ export class BridgeServer {
         if (this.sessions.has(req.session_id)) await this.closeSession(req.session_id, "closed by the client");
         return { closed: true };
       }
+      case "snapshot":
+        return this.onSession(req.session_id, (s) => this.runtime.snapshot(needEpisode(s)));
+      case "fork":
+        if (req.session_id !== undefined) {
+          const from = req.session_id;
+          return this.onSession(from, (src) => this.forkInto({ episode_id: needEpisode(src) }, { session_id: from }));
+        }
+        return this.forkInto({ snapshot_id: req.snapshot_id! }, { snapshot_id: req.snapshot_id! });
+      case "restore":
+        return this.onSession(req.session_id, async (s) => {
+          const r = await this.runtime.restoreSnapshot(needEpisode(s), req.snapshot_id);
+          return { info: this.forkInfo(r, { snapshot_id: req.snapshot_id }) };
+        });
+      case "drop_snapshot":
+        return { dropped: await this.runtime.dropSnapshot(req.snapshot_id) };
       case "stats": {
         const rt = this.runtime.stats();
         return {
@@ -246,6 +267,8 @@ export class BridgeServer {
           restored: rt.restored,
           lost: rt.lost,
           workers: rt.workers,
+          snapshots: rt.snapshots,
+          snapshot_bytes: rt.snapshot_bytes,
         };
       }
     }
@@ -270,6 +293,27 @@ export class BridgeServer {
       }
       return this.startEpisode(s, scenarioId, seed);
     });
+  }
+
+  /** Opens a session whose episode is a fork of a live episode or of a snapshot. */
+  private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }): Promise<Result> {
+    const s = this.sessions.open();
+    try {
+      const r = await this.runtime.fork(source);
+      s.episodeId = r.episode_id;
+      return { session_id: s.id, info: this.forkInfo(r, from) };
+    } catch (e) {
+      this.sessions.remove(s.id, "never started: its fork failed");
+      throw e;
+    }
+  }
+
+  private forkInfo(r: ForkResult, from: { session_id?: string; snapshot_id?: string }): Result {
+    const found = this.runtime.registry.scenario(r.scenario_id);
+    return {
+      episode_id: r.episode_id, env_id: r.env_id, scenario_id: r.scenario_id, seed: r.seed, step: r.step, state_hash: r.state_hash,
+      mode: found?.scenario.mode, tools: found?.bundle.manifest.tools ?? [], forked_from: { ...from, step: r.forked_from.step },
+    };
   }
 
   private async startEpisode(s: Session, scenarioId: string, seed: number | undefined): Promise<Result> {

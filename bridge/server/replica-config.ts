@@ -1,3 +1,4 @@
+import type { RuntimeOptions } from "../engine/env-runtime.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { CurveServerKeys, ServerLimits } from "./bridge-server.js";
 
@@ -13,11 +14,16 @@ export interface ReplicaConfig {
   curve: (CurveServerKeys & { allow: string[] }) | null;
   /** Folder for this replica's trajectory file; null: no recording. */
   recordDir: string | null;
+  recordFailure: "refuse" | "continue";
   /** Engine worker restarts allowed per minute (the same budget the supervisor has for replicas). */
   maxRestartsPerMinute: number;
   /** @unit ms */
   hardStopGraceMs: number;
+  /** The runtime's per-episode limits (see RuntimeOptions). */
+  episodeLimits: EpisodeLimits;
 }
+
+export type EpisodeLimits = Pick<RuntimeOptions, "maxSnapshotsPerEpisode" | "maxSnapshotBytes" | "maxActionBytes" | "maxEpisodeInputBytes">;
 
 /** Replica → supervisor. */
 export type ReplicaMessage = { ready: true; endpoint: string; instance: string } | { failed: string };

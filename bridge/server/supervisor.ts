@@ -5,7 +5,7 @@ import { curveKeyPair } from "zeromq";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { ServerLimits } from "./bridge-server.js";
-import type { ReplicaConfig, ReplicaMessage } from "./replica-config.js";
+import type { EpisodeLimits, ReplicaConfig, ReplicaMessage } from "./replica-config.js";
 
 export interface SupervisorOptions {
   envs: string[];
@@ -23,10 +23,14 @@ export interface SupervisorOptions {
   curveAllow?: string[];
   /** Record every episode into per-replica files here; null or unset: no recording. */
   recordDir?: string | null;
+  /** What a replica does when it cannot write a record. @default "refuse" */
+  recordFailure?: "refuse" | "continue";
   /** Restarts of one replica (and, inside it, of one engine worker) within a minute before giving up on it. @default 10 */
   maxRestartsPerMinute?: number;
   /** How long past its own deadline a guest call may run before the watchdog stops its worker. @unit ms @default 1000 */
   hardStopGraceMs?: number;
+  /** Per-episode limits of every replica's runtime (snapshots, action sizes; see RuntimeOptions). */
+  episodeLimits?: EpisodeLimits;
   /** Called when a replica is given up on (`envscaler serve` then stops and exits non-zero). */
   onGiveUp?: (replica: number) => void;
   logger: Logger;
@@ -138,8 +142,10 @@ export class Supervisor {
       user: this.options.user ?? null,
       curve: this.curve,
       recordDir: this.options.recordDir ?? null,
+      recordFailure: this.options.recordFailure ?? "refuse",
       maxRestartsPerMinute: this.options.maxRestartsPerMinute ?? 10,
       hardStopGraceMs: this.options.hardStopGraceMs ?? 1000,
+      episodeLimits: this.options.episodeLimits ?? {},
     };
     child.send(config);
     return new Promise<void>((resolve, reject) => {

@@ -16,7 +16,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /**
  * Appends the ops that turn `before` into `after` under `path`. Objects are diffed per key; arrays
- * per index when their length is unchanged, otherwise replaced whole (keeps diffs readable).
+ * per index when their length is unchanged, as appends or removals at the end when only the end
+ * changed (a growing log is a one-op diff), otherwise replaced whole (keeps diffs readable).
  * `undefined` means "absent".
  */
 export function diffJson(before: unknown, after: unknown, path: string, out: PatchOp[]): PatchOp[] {
@@ -37,6 +38,17 @@ export function diffJson(before: unknown, after: unknown, path: string, out: Pat
   if (Array.isArray(before) && Array.isArray(after) && before.length === after.length) {
     for (let i = 0; i < before.length; i++) diffJson(before[i], after[i], `${path}/${i}`, out);
     return out;
+  }
+  if (Array.isArray(before) && Array.isArray(after)) {
+    const n = Math.min(before.length, after.length);
+    const same = (i: number) => JSON.stringify(before[i]) === JSON.stringify(after[i]);
+    let prefix = true;
+    for (let i = 0; i < n && prefix; i++) prefix = same(i);
+    if (prefix) {
+      for (let i = before.length - 1; i >= after.length; i--) out.push({ op: "remove", path: `${path}/${i}`, old: before[i] });
+      for (let i = before.length; i < after.length; i++) out.push({ op: "add", path: `${path}/${i}`, value: after[i] });
+      return out;
+    }
   }
   if (JSON.stringify(before) !== JSON.stringify(after)) out.push({ op: "replace", path, value: after, old: before });
   return out;

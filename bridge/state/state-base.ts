@@ -165,9 +165,14 @@ export class StateView {
   }
 
   read(op: string, collection: string, id: string): string | undefined {
-    if (op === "get") return this.record(collection, id);
+    // what the episode has not changed reads straight from the shared base (and its cached id list)
+    const changed = this.records.get(collection);
+    if (!changed?.size) return this.base.read(op, collection, id);
     if (op === "keys") return JSON.stringify(this.ids(collection));
-    if (op === "has") return this.record(collection, id) === undefined ? "0" : "1";
+    const mine = changed.get(id);
+    if (mine === undefined) return this.base.read(op, collection, id);
+    if (op === "get") return mine ?? undefined;
+    if (op === "has") return mine === null ? "0" : "1";
     return undefined;
   }
 

@@ -18,9 +18,17 @@ export class StateTracker {
   readonly view: StateView;
   private readonly hash: StateHash;
 
-  constructor(readonly base: StateBase) {
-    this.view = new StateView(base);
-    this.hash = base.hash();
+  constructor(
+    readonly base: StateBase,
+    from?: { view: StateView; hash: StateHash },
+  ) {
+    this.view = from?.view ?? new StateView(base);
+    this.hash = from?.hash ?? base.hash();
+  }
+
+  /** An independent tracker in this one's current state (copies only the changed-record maps). */
+  fork(): StateTracker {
+    return new StateTracker(this.base, { view: this.snapshot(), hash: this.hash.clone() });
   }
 
   stateHash(): string {

@@ -18,6 +18,11 @@ interface ServeArgs {
   maxInFlight: number;
   maxRestartsPerMinute: number;
   hardStopGraceMs: number;
+  maxSnapshots: number;
+  maxSnapshotMb: number;
+  maxActionBytes: number;
+  maxEpisodeInputMb: number;
+  recordFailure: "refuse" | "continue";
   userModel?: string;
   userBaseUrl?: string;
   record: boolean;
@@ -40,9 +45,14 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("idle-timeout", { type: "number", default: 600, describe: "close sessions unused this many seconds" })
       .option("max-frame-bytes", { type: "number", default: 8 << 20, describe: "largest request frame" })
       .option("max-in-flight", { type: "number", default: 4096, describe: "requests one replica serves at once; more get `overloaded`" })
+      .option("max-snapshots", { type: "number", default: 32, describe: "snapshots one episode may hold at once; more get `too_large`" })
+      .option("max-snapshot-mb", { type: "number", default: 1024, describe: "memory all snapshots of one replica may hold; more get `too_large`" })
+      .option("max-action-bytes", { type: "number", default: 1 << 20, describe: "largest action one step takes (as JSON); larger get `too_large` and do not run" })
+      .option("max-episode-input-mb", { type: "number", default: 64, describe: "actions one episode keeps for exact restore and replay, in total; beyond it steps get `too_large`" })
       .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
+      .option("record-failure", { choices: ["refuse", "continue"] as const, default: "refuse" as const, describe: "when a trajectory record cannot be written: refuse requests with `recording_unavailable` before they run, or continue unrecorded" })
       .option("record-dir", { type: "string", default: "trajectories", describe: "where each replica writes its trajectory file" })
       .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (endpoint from USER_OPENAI_BASE_URL / OPENAI_BASE_URL)" })
       .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL" }) as unknown as Argv<ServeArgs>,
@@ -61,8 +71,15 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxFrameBytes: args.maxFrameBytes, maxInFlight: args.maxInFlight },
       maxRestartsPerMinute: args.maxRestartsPerMinute,
       hardStopGraceMs: args.hardStopGraceMs,
+      episodeLimits: {
+        maxSnapshotsPerEpisode: args.maxSnapshots,
+        maxSnapshotBytes: args.maxSnapshotMb * 1024 * 1024,
+        maxActionBytes: args.maxActionBytes,
+        maxEpisodeInputBytes: args.maxEpisodeInputMb * 1024 * 1024,
+      },
       user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
       recordDir: args.record ? args.recordDir : null,
+      recordFailure: args.recordFailure,
       onGiveUp: (replica) => {
         log.fatal({ replica }, "stopping the bridge: a replica cannot be kept running");
         process.exitCode = 1;

@@ -5,18 +5,32 @@ import { episodePage } from "../../bridge/record/episode-page.js";
 import { replayAll } from "../../bridge/record/replay.js";
 import { exportSft, isConversation, originalFilter, type SftFilter, type SftFormat } from "../../bridge/record/sft-export.js";
 import { systemPrompt } from "../../agent/system-prompt.js";
-import { readTrajectories, type RecordedEpisode } from "../../bridge/record/trajectory-reader.js";
+import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError, type RecordedEpisode, type TrajectoryFile } from "../../bridge/record/trajectory-reader.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
+
+/** Exit code for a file this version cannot read (1 is "an episode diverged"). */
+const EXIT_UNREADABLE = 2;
+
+function loadFile(file: string): TrajectoryFile {
+  let t;
+  try {
+    t = readTrajectories(file);
+  } catch (e) {
+    // another tool's file, a newer format, an empty file: say so and stop, never "0/0 replayed"
+    if (!(e instanceof TrajectoryFormatError) && (e as NodeJS.ErrnoException).code === undefined) throw e;
+    console.error(`envscaler: ${(e as Error).message}`);
+    process.exit(EXIT_UNREADABLE);
+  }
+  if (t.format === LEGACY_FORMAT) console.error(`${file}: no format header: read as a file of the earlier, unversioned format (the same records)`);
+  for (const s of t.skipped) console.error(`${file}:${s.line}: skipped: ${s.reason}`);
+  return t;
+}
 
 /** A trajectory file, or a folder of them (a bridge's record dir, a rollout's trajectories/). */
 function load(file: string, episode?: string): RecordedEpisode[] {
-  const files = statSync(file).isDirectory() ? readdirSync(file).filter((f) => f.endsWith(".jsonl")).sort().map((f) => join(file, f)) : [file];
-  const all: RecordedEpisode[] = [];
-  for (const f of files) {
-    const t = readTrajectories(f);
-    for (const s of t.skipped) console.error(`${f}:${s.line}: skipped: ${s.reason}`);
-    all.push(...t.episodes);
-  }
+  // a path that does not exist goes to loadFile, which says so (exit 2)
+  const files = statSync(file, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(file).filter((f) => f.endsWith(".jsonl")).sort().map((f) => join(file, f)) : [file];
+  const all = files.flatMap((f) => loadFile(f).episodes);
   const eps = episode ? all.filter((e) => e.start.episode_id === episode) : all;
   if (episode && eps.length === 0) throw new Error(`no episode ${episode} in ${file}`);
   return eps;
@@ -43,14 +57,26 @@ export const replayCommand: CommandModule<object, ReplayArgs> = {
     if (args.json) console.log(JSON.stringify(results));
     else
       for (const r of results) {
-        console.log(`${r.ok ? "✓" : "✗"} ${r.episode_id} (${r.scenario_id}, ${r.steps} steps)${r.changed.length ? ` — changed since recording: ${r.changed.join(", ")}` : ""}`);
+        const mark = !r.ok ? "✗" : r.complete ? "✓" : "◐";
+        const cut = r.complete
+          ? ""
+          : r.ok
+            ? ` — incomplete: the recording stops after step ${r.steps} with no end (the server was stopped mid-episode, or it is still running); replayed up to its last record`
+            : " — incomplete: the recording has no end";
+        console.log(`${mark} ${r.episode_id} (${r.scenario_id}, ${r.steps} steps)${cut}${r.changed.length ? ` — changed since recording: ${r.changed.join(", ")}` : ""}`);
         if (r.divergence) {
           const d = r.divergence;
           console.log(`    first divergence at step ${d.step}: ${d.what}\n    recorded: ${d.expected}\n    replayed: ${d.actual}`);
         }
       }
     const bad = results.filter((r) => !r.ok).length;
-    if (!args.json) console.log(`${results.length - bad}/${results.length} episodes replayed exactly`);
+    const partial = results.filter((r) => r.ok && !r.complete).length;
+    if (!args.json) {
+      const parts = [`${results.length - bad - partial}/${results.length} episodes replayed exactly`];
+      if (partial) parts.push(`${partial} incomplete (matched up to their last record)`);
+      if (bad) parts.push(`${bad} diverged`);
+      console.log(parts.join("; "));
+    }
     process.exitCode = bad ? 1 : 0;
   },
 };

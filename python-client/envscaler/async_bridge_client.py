@@ -16,7 +16,7 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from .bridge_client import CurveKeys, _reset_fields, apply_curve, batch_fields, parse_batch
+from .bridge_client import CurveKeys, _fork_fields, _reset_fields, apply_curve, batch_fields, parse_batch
 from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, error_for, packb, unpackb
 
 __all__ = ["AsyncBridgeClient"]
@@ -138,6 +138,18 @@ class AsyncBridgeClient:
 
     async def close_session(self, session_id: str, **kw: Any) -> bool:
         return bool((await self.request("close", session_id=session_id, **kw)).get("closed"))
+
+    async def snapshot(self, session_id: str, **kw: Any) -> dict[str, Any]:
+        return await self.request("snapshot", session_id=session_id, **kw)
+
+    async def fork(self, session_id: str | None = None, snapshot_id: str | None = None, **kw: Any) -> dict[str, Any]:
+        return await self.request("fork", **_fork_fields(session_id, snapshot_id), **kw)
+
+    async def restore(self, session_id: str, snapshot_id: str, **kw: Any) -> dict[str, Any]:
+        return await self.request("restore", session_id=session_id, snapshot_id=snapshot_id, **kw)
+
+    async def drop_snapshot(self, snapshot_id: str, **kw: Any) -> bool:
+        return bool((await self.request("drop_snapshot", snapshot_id=snapshot_id, **kw))["dropped"])
 
     async def stats(self, **kw: Any) -> dict[str, Any]:
         return await self.request("stats", **kw)

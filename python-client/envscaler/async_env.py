@@ -14,8 +14,9 @@ from gymnasium.utils import seeding
 
 from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
-from .episode_logic import REOPEN_SESSION, choose_scenario, episode_seed, plain_action, reset_tuple, step_tuple
-from .protocol import BridgeError
+from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, episode_seed, error_observation, plain_action, reset_tuple, step_tuple
+from .fleet_view import as_fleet_view, discover_if_ray, lost_error
+from .protocol import BridgeError, ShuttingDown
 
 __all__ = ["AsyncEnvScalerEnv"]
 
@@ -25,6 +26,12 @@ class AsyncEnvScalerEnv:
 
     Same observation/info conventions and scenario/seed rules as EnvScalerEnv (``reset(seed=...,
     options={"scenario_id": ...})`` or ``reset(scenario_id=...)``).
+
+    ``fleet=`` (an ``envscaler.ray`` fleet or handle, or a FleetView; inside Ray with no endpoint
+    the namespace's fleet is found by itself): each reset places the episode on the least loaded
+    live replica and every step of it goes there; when that replica or its node dies the step
+    returns truncated with ``info["error"]["code"] == "session_lost"`` (no exception), and the
+    next reset starts on a live replica.
     """
 
     def __init__(
@@ -34,15 +41,23 @@ class AsyncEnvScalerEnv:
         client: AsyncBridgeClient | None = None,
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
+        fleet: Any = None,
     ) -> None:
-        if client is None:
+        self.fleet = as_fleet_view(fleet) if fleet is not None else None
+        if self.fleet is None and endpoint is None and client is None:
+            self.fleet = discover_if_ray(timeout)
+        self.replica: str | None = None  # with a fleet: the uid of the replica this episode is on
+        if self.fleet is not None:
+            client = None
+            self._owns_client = False
+        elif client is None:
             if endpoint is None:
                 raise ValueError("AsyncEnvScalerEnv needs an endpoint or a client")
             client = AsyncBridgeClient(endpoint, timeout=timeout, curve=curve)
             self._owns_client = True
         else:
             self._owns_client = False
-        self.client = client
+        self.client = client  # type: ignore[assignment]  # with a fleet: the current replica's client
         self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
         self.np_random: np.random.Generator = seeding.np_random()[0]
         self.session_id: str | None = None
@@ -52,6 +67,8 @@ class AsyncEnvScalerEnv:
 
     async def scenario_ids(self) -> list[str]:
         if self._scenario_ids is None:
+            if self.fleet is not None and self.client is None:
+                self._place()
             self._scenario_ids = [s["scenario_id"] for s in await self.client.list_scenarios()]
         return self._scenario_ids
 
@@ -68,13 +85,17 @@ class AsyncEnvScalerEnv:
         if bridge_seed is None:
             bridge_seed = episode_seed(seed, self.np_random)
         result = None
+        if self.fleet is not None:
+            self._place()
         if self.session_id is not None:
             try:
-                result = await self.client.reset(str(scenario), seed=int(bridge_seed), session_id=self.session_id)
+                result = await self._call(self.client.reset(str(scenario), seed=int(bridge_seed), session_id=self.session_id))
             except REOPEN_SESSION:
                 self.session_id = None
+                if self.fleet is not None:
+                    self._place()
         if result is None:
-            result = await self.client.reset(str(scenario), seed=int(bridge_seed))
+            result = await self._call(self.client.reset(str(scenario), seed=int(bridge_seed)))
         self.session_id = result["session_id"]
         self.scenario_id = str(scenario)
         obs, info = reset_tuple(result)
@@ -82,13 +103,50 @@ class AsyncEnvScalerEnv:
         return obs, info
 
     async def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        return step_tuple(await self.client.step(self._live(), plain_action(action)), drop=("episode_id",))
+        sid = self._live()
+        return await self._ending(lambda: self.client.step(sid, plain_action(action)))
 
     async def finish(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        return step_tuple(await self.client.finish(self._live()), drop=("episode_id",))
+        sid = self._live()
+        return await self._ending(lambda: self.client.finish(sid))
 
     async def state(self) -> dict[str, Any]:
-        return await self.client.state(self._live())
+        return await self._call(self.client.state(self._live()))
+
+    # ------------------------------------------------------------------ fleet placement
+
+    def _place(self) -> None:
+        """Keeps the session's replica while it lives; otherwise picks the least loaded one."""
+        assert self.fleet is not None
+        self.fleet.refresh()
+        if self.replica is not None and self.session_id is not None and self.fleet.alive(self.replica):
+            return
+        if self.replica is not None and self.fleet.placed[self.replica] > 0:
+            self.fleet.placed[self.replica] -= 1
+        self.session_id = None
+        self.replica = self.fleet.pick()
+        self.fleet.placed[self.replica] += 1
+        self.client = self.fleet.async_client(self.replica)
+
+    async def _call(self, awaitable: Any) -> Any:
+        if self.fleet is None or self.replica is None:
+            return await awaitable
+        return await self.fleet.await_reply(self.replica, awaitable)
+
+    async def _ending(self, request: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.fleet is None:
+            return step_tuple(await request(), drop=("episode_id",))
+        self.fleet.refresh()
+        try:
+            if self.replica is None or not self.fleet.alive(self.replica):
+                raise lost_error(None, str(self.replica))
+            return step_tuple(await self._call(request()), drop=("episode_id",))
+        except (*LOST_SESSION, ShuttingDown) as e:
+            # the episode died with its replica (or node; a replica shutting down goes the same
+            # way): it ends here, and the next reset moves to a live replica
+            self.session_id = None
+            info = {"error": {"code": "session_lost", "message": str(e)}}
+            return error_observation("session_lost", str(e)), 0.0, False, True, info
 
     def _live(self) -> str:
         if self._closed:
@@ -101,7 +159,9 @@ class AsyncEnvScalerEnv:
         if self._closed:
             return
         self._closed = True
-        if self.session_id is not None and not self.client.closed:
+        if self.fleet is not None and self.replica is not None and self.fleet.placed[self.replica] > 0:
+            self.fleet.placed[self.replica] -= 1
+        if self.session_id is not None and self.client is not None and not self.client.closed:
             try:
                 await self.client.close_session(self.session_id, timeout=min(5.0, self.client.timeout))
             except BridgeError:

@@ -106,9 +106,12 @@ class BridgeClient:
                 raise
             return rid
 
-    def collect(self, rid: int, timeout: float | None = None) -> dict[str, Any]:
-        """Waits for the reply to request ``rid``; returns its ``result`` or raises its error."""
-        reply = self._wait(rid, self.timeout if timeout is None else timeout)
+    def collect(self, rid: int, timeout: float | None = None, keep: bool = False) -> dict[str, Any]:
+        """Waits for the reply to request ``rid``; returns its ``result`` or raises its error.
+
+        ``keep=True``: a timeout leaves the request pending, so it can be collected again later
+        (a fleet client waits in slices, checking between them that the replica still exists)."""
+        reply = self._wait(rid, self.timeout if timeout is None else timeout, keep)
         if reply.get("ok") is True:
             result = reply.get("result")
             return result if isinstance(result, dict) else {}
@@ -127,7 +130,7 @@ class BridgeClient:
         """
         return self.collect(self.submit(op, **fields), timeout)
 
-    def _wait(self, rid: int, timeout: float) -> dict[str, Any]:
+    def _wait(self, rid: int, timeout: float, keep: bool = False) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         with self._lock:
             if rid not in self._pending:
@@ -142,10 +145,16 @@ class BridgeClient:
                     self._read_available()
                 reply = self._pending[rid]
                 assert reply is not None
-                return reply
-            finally:
-                # collected or given up on: a late reply to this id is discarded from now on
                 self._pending.pop(rid, None)
+                return reply
+            except BridgeTimeout:
+                if not keep:
+                    self._pending.pop(rid, None)
+                raise
+            except BaseException:
+                # given up on: a late reply to this id is discarded from now on
+                self._pending.pop(rid, None)
+                raise
 
     def _read_available(self) -> None:
         while True:
@@ -216,6 +225,21 @@ class BridgeClient:
     def close_session(self, session_id: str, **kw: Any) -> bool:
         return bool(self.request("close", session_id=session_id, **kw).get("closed"))
 
+    def snapshot(self, session_id: str, **kw: Any) -> dict[str, Any]:
+        """Freezes the session's episode: ``{"snapshot_id", "step", "bytes", "state_hash"}``."""
+        return self.request("snapshot", session_id=session_id, **kw)
+
+    def fork(self, session_id: str | None = None, snapshot_id: str | None = None, **kw: Any) -> dict[str, Any]:
+        """A new session continuing from a session or a snapshot: ``{"session_id", "info"}``."""
+        return self.request("fork", **_fork_fields(session_id, snapshot_id), **kw)
+
+    def restore(self, session_id: str, snapshot_id: str, **kw: Any) -> dict[str, Any]:
+        """Puts the session back to the snapshot's point: ``{"info"}``."""
+        return self.request("restore", session_id=session_id, snapshot_id=snapshot_id, **kw)
+
+    def drop_snapshot(self, snapshot_id: str, **kw: Any) -> bool:
+        return bool(self.request("drop_snapshot", snapshot_id=snapshot_id, **kw)["dropped"])
+
     def stats(self, **kw: Any) -> dict[str, Any]:
         return self.request("stats", **kw)
 
@@ -252,6 +276,12 @@ def _reset_fields(scenario_id: str, seed: int | None, session_id: str | None) ->
     if session_id is not None:
         fields["session_id"] = session_id
     return fields
+
+
+def _fork_fields(session_id: str | None, snapshot_id: str | None) -> dict[str, Any]:
+    if (session_id is None) == (snapshot_id is None):
+        raise ValueError("fork needs exactly one of session_id and snapshot_id")
+    return {"session_id": session_id} if session_id is not None else {"snapshot_id": snapshot_id}
 
 
 def batch_fields(steps: Iterable[tuple[str, Any]]) -> list[dict[str, Any]]:

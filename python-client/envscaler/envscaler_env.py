@@ -101,6 +101,36 @@ class EnvScalerEnv(gym.Env[str, Any]):
         """The env's current state (the bridge's ``state_json``, parsed)."""
         return self.client.state(self._live())
 
+    # ------------------------------------------------------------------ snapshots and forks
+
+    def snapshot(self) -> str:
+        """Freezes the episode now; returns a snapshot id for :meth:`restore` or :meth:`fork`.
+
+        The snapshot lives in the bridge until :meth:`drop_snapshot`, or until the episode it was
+        taken from is closed or reset (restoring keeps it)."""
+        return str(self.client.snapshot(self._live())["snapshot_id"])
+
+    def restore(self, snapshot_id: str) -> dict[str, Any]:
+        """Puts this env's episode back to a snapshot's point; returns the bridge's info."""
+        info = dict(self.client.restore(self._live(), snapshot_id)["info"])
+        self.episode_id = info.get("episode_id")
+        self.scenario_id = info.get("scenario_id")
+        return info
+
+    def fork(self, snapshot_id: str | None = None) -> EnvScalerEnv:
+        """A new env whose episode continues from this one now (or from ``snapshot_id``): same
+        state, random-number position, clock, step count and conversation. It shares this env's
+        client; close it when done (its session is closed, the client is not)."""
+        result = self.client.fork(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.fork(self._live())
+        child = EnvScalerEnv(client=self.client, scenario_ids=self._scenario_ids)
+        child.session_id = result["session_id"]
+        child.episode_id = result["info"].get("episode_id")
+        child.scenario_id = result["info"].get("scenario_id")
+        return child
+
+    def drop_snapshot(self, snapshot_id: str) -> bool:
+        return self.client.drop_snapshot(snapshot_id)
+
     def _live(self) -> str:
         if self._closed:
             raise RuntimeError("the env is closed")

@@ -29,6 +29,8 @@ __all__ = [
     "SessionLost",
     "EpisodeDone",
     "TooManySessions",
+    "UnknownSnapshot",
+    "TooLarge",
     "Overloaded",
     "EnvLoadFailed",
     "EnvFault",
@@ -37,6 +39,7 @@ __all__ = [
     "EnvCrashed",
     "EnvOutputInvalid",
     "UserSimulatorFailed",
+    "RecordingUnavailable",
     "EngineUnavailable",
     "ShuttingDown",
     "InternalError",
@@ -193,6 +196,16 @@ class TooManySessions(BridgeError):
     code = "too_many_sessions"
 
 
+class UnknownSnapshot(BridgeError):
+    code = "unknown_snapshot"
+
+
+class TooLarge(BridgeError):
+    """A request over a size or count limit; the message names the limit."""
+
+    code = "too_large"
+
+
 class Overloaded(BridgeError):
     code = "overloaded"
 
@@ -227,6 +240,12 @@ class UserSimulatorFailed(BridgeError):
     code = "user_simulator_failed"
 
 
+class RecordingUnavailable(BridgeError):
+    """The replica cannot record; the request did not run."""
+
+    code = "recording_unavailable"
+
+
 class EngineUnavailable(BridgeError):
     code = "engine_unavailable"
 
@@ -251,7 +270,9 @@ _BY_CODE: dict[str, type[BridgeError]] = {
         SessionClosed,
         SessionLost,
         EpisodeDone,
+        UnknownSnapshot,
         TooManySessions,
+        TooLarge,
         Overloaded,
         EnvLoadFailed,
         EnvTimeout,
@@ -259,6 +280,7 @@ _BY_CODE: dict[str, type[BridgeError]] = {
         EnvCrashed,
         EnvOutputInvalid,
         UserSimulatorFailed,
+        RecordingUnavailable,
         EngineUnavailable,
         ShuttingDown,
         InternalError,

@@ -10,7 +10,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from .bridge_client import BridgeClient, CurveKeys
-from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, episode_seed, error_observation, plain_action
+from .fleet_view import as_fleet_view
+from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, close_session_quietly, episode_seed, error_observation, plain_action
 from .protocol import BridgeError, error_for
 from .spaces import AgentAction, AnyText, TextBatch
 
@@ -47,7 +48,18 @@ class EnvScalerVectorEnv(VectorEnv):
     - ``reset(seed=..., options={"scenario_ids": [...]})``: one scenario per sub-env (or
       ``"scenario_id"`` for all); otherwise drawn from ``scenario_ids`` with ``np_random``.
       ``options["reset_mask"]`` resets only some sub-envs.
+    - ``endpoints`` may be a fleet instead (an ``envscaler.ray`` EnvFleet or FleetHandle, or a
+      FleetView), or None inside Ray to use the namespace's fleet: then each episode is placed on
+      the least loaded live replica and stays there, and an episode whose replica or node died
+      ends truncated with ``session_lost`` (see fleet_vector_env.py).
     """
+
+    def __new__(cls, endpoints: Any = None, *args: Any, **kwargs: Any) -> EnvScalerVectorEnv:
+        if cls is EnvScalerVectorEnv and (endpoints is None or as_fleet_view(endpoints) is not None):
+            from .fleet_vector_env import FleetVectorEnv  # noqa: PLC0415 (it subclasses this one)
+
+            cls = FleetVectorEnv
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -65,6 +77,16 @@ class EnvScalerVectorEnv(VectorEnv):
         self.endpoints = eps
         self.clients = [BridgeClient(ep, timeout=timeout, curve=curve) for ep in eps]
         self.num_envs = int(num_envs)
+        # fail now, naming the limit, rather than at the first reset: sub-envs are spread evenly
+        capacity = [int(c.hello()["limits"]["max_sessions"]) for c in self.clients]
+        per_replica = -(-self.num_envs // len(eps))
+        if per_replica > min(capacity):
+            for c in self.clients:
+                c.close()
+            raise ValueError(
+                f"num_envs={self.num_envs} over {len(eps)} replica(s) needs {per_replica} sessions per replica, "
+                f"but a replica holds at most max_sessions={min(capacity)} (serve --max-sessions, or add replicas)"
+            )
         self.replica_of = [i % len(eps) for i in range(self.num_envs)]
         self.single_observation_space = AnyText()
         self.single_action_space = AgentAction()
@@ -82,10 +104,19 @@ class EnvScalerVectorEnv(VectorEnv):
     @property
     def scenario_ids(self) -> list[str]:
         if self._scenario_ids is None:
-            self._scenario_ids = [s["scenario_id"] for s in self.clients[0].list_scenarios()]
+            self._scenario_ids = [s["scenario_id"] for s in self._any_client().list_scenarios()]
         return self._scenario_ids
 
-    # ------------------------------------------------------------------ requests
+    # ------------------------------------------------------------------ requests (FleetVectorEnv overrides the hooks)
+
+    def _any_client(self) -> BridgeClient:
+        return self.clients[0]
+
+    def _place(self, which: Sequence[int]) -> None:
+        """Chooses the replica of each sub-env about to start an episode: fixed round-robin here."""
+
+    def _collect(self, pending: Sequence[tuple[BridgeClient, int]]) -> list[dict[str, Any] | BridgeError]:
+        return _collect_all(pending)
 
     def _submit(self, i_client: int, op: str, **fields: Any) -> tuple[BridgeClient, int]:
         self.requests_sent[op] = self.requests_sent.get(op, 0) + 1
@@ -101,7 +132,8 @@ class EnvScalerVectorEnv(VectorEnv):
                 f["session_id"] = self.session_ids[i]
             return f
 
-        replies = _collect_all([self._submit(self.replica_of[i], "reset", **fields(i, True)) for i in which])
+        self._place(which)
+        replies = self._collect([self._submit(self.replica_of[i], "reset", **fields(i, True)) for i in which])
         results: dict[int, dict[str, Any]] = {}
         retry = []
         for i, r in zip(which, replies):
@@ -113,7 +145,8 @@ class EnvScalerVectorEnv(VectorEnv):
             else:
                 results[i] = r
         if retry:
-            for i, r in zip(retry, _collect_all([self._submit(self.replica_of[i], "reset", **fields(i, False)) for i in retry])):
+            self._place(retry)
+            for i, r in zip(retry, self._collect([self._submit(self.replica_of[i], "reset", **fields(i, False)) for i in retry])):
                 if isinstance(r, BridgeError):
                     raise r
                 results[i] = r
@@ -195,10 +228,12 @@ class EnvScalerVectorEnv(VectorEnv):
             for _, (client, rid) in batches:
                 client.abandon(rid)  # nobody will collect them now
             raise
-        replies = _collect_all([p for _, p in batches])
+        replies = self._collect([p for _, p in batches])
 
         for (envs, _), reply in zip(batches, replies):
-            if isinstance(reply, BridgeError):
+            if isinstance(reply, LOST_SESSION):  # the whole replica is gone: so is each episode on it
+                reply = {"results": [{"ok": False, "error": {"code": reply.code, "message": str(reply)}}] * len(envs)}
+            elif isinstance(reply, BridgeError):
                 raise reply
             entries = reply.get("results", [])
             if len(entries) != len(envs):
@@ -234,6 +269,41 @@ class EnvScalerVectorEnv(VectorEnv):
             infos = self._add_info(infos, info, i)
             self._autoreset[i] = False
         return self._obs.copy(), rewards, terminated, truncated, infos
+
+    def fork(self, source: int, targets: Sequence[int] | None = None) -> list[str]:
+        """GRPO groups: sub-envs ``targets`` (default: all others) continue from sub-env ``source``'s
+        episode as it is now (one snapshot, then one fork per target, on ``source``'s replica: a
+        snapshot lives where it was taken). Their previous sessions are closed. Returns the new
+        session ids; the next ``step`` steps every sub-env as usual."""
+        sid = self.session_ids[source]
+        if sid is None:
+            raise RuntimeError("call reset() first")
+        targets = [i for i in (range(self.num_envs) if targets is None else targets) if i != source]
+        replica = self.replica_of[source]
+        client = self.clients[replica]
+        snap = client.snapshot(sid)["snapshot_id"]
+        try:
+            replies = _collect_all([self._submit(replica, "fork", snapshot_id=snap) for _ in targets])
+        finally:
+            client.drop_snapshot(snap)
+        old = [(self.replica_of[i], self.session_ids[i]) for i in targets]
+        failed = next((r for r in replies if isinstance(r, BridgeError)), None)
+        if failed is not None:
+            for r in replies:  # nothing half-done: forks that did open are closed again
+                if not isinstance(r, BridgeError):
+                    close_session_quietly(client, r["session_id"])
+            raise failed
+        for i, r in zip(targets, replies):
+            self.session_ids[i] = r["session_id"]
+            self.episode_ids[i] = r["info"].get("episode_id")
+            self.current_scenarios[i] = r["info"].get("scenario_id")
+            self.replica_of[i] = replica
+            self._obs[i] = self._obs[source]
+            self._autoreset[i] = self._autoreset[source]
+        for rep, old_sid in old:
+            if old_sid is not None:
+                close_session_quietly(self.clients[rep], old_sid)
+        return [self.session_ids[i] for i in targets]  # type: ignore[misc]
 
     def state(self, index: int) -> dict[str, Any]:
         """Sub-env ``index``'s current env state."""

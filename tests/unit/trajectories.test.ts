@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -10,8 +10,8 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { episodePage } from "../../bridge/record/episode-page.js";
 import { replayAll } from "../../bridge/record/replay.js";
 import { selectForSft, toChat } from "../../bridge/record/sft-export.js";
-import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
-import { encodeRecord, TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
+import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError } from "../../bridge/record/trajectory-reader.js";
+import { encodeRecord, RecordingUnavailableError, TRAJECTORY_FORMAT, TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
 import { BridgeClient } from "../../protocol/bridge-client.js";
 import { FIXTURES } from "../helpers.js";
@@ -125,8 +125,15 @@ test("kill -9 a bridge mid-run: every finished episode is on disk and replays", 
   expect(finished).toHaveLength(3);
   expect(killed.episodes).toHaveLength(4); // the unfinished one is there too, as far as it got
   const results = await replayAll([FIXTURES], finished);
-  expect(results.every((r) => r.ok)).toBe(true);
-});
+  expect(results.every((r) => r.ok && r.complete)).toBe(true);
+  // the one cut by the kill is marked incomplete and replays up to its last record, not "exactly"
+  const cut = killed.episodes.filter((e) => !e.end);
+  expect(cut.map((e) => [e.complete, e.steps.length])).toEqual([[false, 1]]);
+  expect(await replayAll([FIXTURES], cut)).toMatchObject([{ ok: true, complete: false, steps: 1 }]);
+  const cli = await run("npx", ["tsx", CLI, "replay", join(dir, "rec", files.sort()[0]!), "--envs", FIXTURES]);
+  expect(cli.stdout).toMatch(/◐ .* incomplete: the recording stops after step 1/);
+  expect(cli.stdout).toMatch(/3\/4 episodes replayed exactly; 1 incomplete \(matched up to their last record\)/);
+}, 120_000);
 
 test("SFT export: OpenAI chat messages with tool calls, filters, and a round trip through the CLI", async () => {
   const dir = tmp();
@@ -178,4 +185,208 @@ test("the episode page renders in headless Chromium: conversation, tool calls, d
   } finally {
     await browser.close();
   }
+});
+
+// ---------------------------------------------------------------- format version, incomplete and foreign files
+
+/** Runs `envscaler replay` and returns its exit code and output (a non-zero exit is not thrown). */
+async function replayCli(file: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run("npx", ["tsx", CLI, "replay", file, "--envs", FIXTURES]);
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const x = e as { code: number; stdout: string; stderr: string };
+    return { code: x.code, stdout: x.stdout, stderr: x.stderr };
+  }
+}
+
+test("every file starts with a format header; foreign, newer and empty files are refused with a clear message and exit 2", async () => {
+  const dir = tmp();
+  const file = join(dir, "t.jsonl");
+  await recordSome(file);
+  const first = JSON.parse(readFileSync(file, "utf8").split("\n")[0]!.slice(9));
+  expect(first).toMatchObject({ t: "header", format: TRAJECTORY_FORMAT });
+  expect(readTrajectories(file).format).toBe(TRAJECTORY_FORMAT);
+
+  const newer = join(dir, "newer.jsonl");
+  writeFileSync(newer, encodeRecord({ t: "header", format: "envscaler.trajectory/v7" }) + readFileSync(file, "utf8").split("\n").slice(1).join("\n"));
+  expect(() => readTrajectories(newer)).toThrow(TrajectoryFormatError);
+  const foreign = join(dir, "foreign.jsonl");
+  writeFileSync(foreign, '{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": []}\n');
+  const other = join(dir, "other.jsonl");
+  writeFileSync(other, encodeRecord({ t: "header", format: "someone-else/v1" }));
+  const empty = join(dir, "empty.jsonl");
+  writeFileSync(empty, "");
+  const tornHeader = join(dir, "torn.jsonl");
+  writeFileSync(tornHeader, encodeRecord({ t: "header", format: TRAJECTORY_FORMAT }).slice(0, 20));
+  const checksummedButNotOurs = join(dir, "odd.jsonl");
+  writeFileSync(checksummedButNotOurs, encodeRecord({ kind: "metric", value: 3 }));
+
+  const cases: [string, RegExp][] = [
+    [newer, /format "envscaler\.trajectory\/v7".*reads envscaler\.trajectory\/v1.*newer envscaler, upgrade/],
+    [foreign, /not an envscaler trajectory file: its first line is not a checksummed record/],
+    [other, /format "someone-else\/v1"/],
+    [empty, /is empty/],
+    [tornHeader, /holds no whole record/],
+    [checksummedButNotOurs, /neither a format header nor an episode record/],
+    [join(dir, "missing.jsonl"), /ENOENT/],
+  ];
+  for (const [f, message] of cases) {
+    const r = await replayCli(f);
+    expect(r.code, f).toBe(2);
+    expect(r.stderr, f).toMatch(message);
+    expect(r.stdout, f).not.toMatch(/replayed/);
+  }
+}, 240_000); // seven CLI runs
+
+test("an older file without a header is read as the unversioned format, says so, and replays", async () => {
+  const dir = tmp();
+  const file = join(dir, "t.jsonl");
+  await recordSome(file);
+  const old = join(dir, "old.jsonl");
+  writeFileSync(old, readFileSync(file, "utf8").split("\n").slice(1).join("\n"));
+  const t = readTrajectories(old);
+  expect(t.format).toBe(LEGACY_FORMAT);
+  expect(t.skipped).toEqual([]);
+  expect(t.episodes).toHaveLength(3);
+  const r = await replayCli(old);
+  expect(r.code).toBe(0);
+  expect(r.stderr).toMatch(/no format header: read as a file of the earlier, unversioned format/);
+  expect(r.stdout).toMatch(/3\/3 episodes replayed exactly/);
+}, 120_000);
+
+test("an episode cut before its end is incomplete, replays up to its last record, and a malformed record is skipped, not a TypeError", async () => {
+  const dir = tmp();
+  const file = join(dir, "t.jsonl");
+  await recordSome(file);
+  // cut ep-solved after its second step: drop its terminal step and its episode_end
+  const lines = readFileSync(file, "utf8").split("\n");
+  const solved = lines.map((l, i) => [l, i] as const).filter(([l]) => l.includes('"episode_id":"ep-solved"') && (l.includes('"t":"step"') || l.includes('"t":"episode_end"')));
+  const drop = new Set(solved.slice(2).map(([, i]) => i));
+  // and a record with a valid checksum but missing fields, as another version might write
+  const cut = join(dir, "cut.jsonl");
+  writeFileSync(cut, lines.filter((_, i) => !drop.has(i)).join("\n") + encodeRecord({ t: "episode_start", episode_id: "ep-odd" }));
+  const t = readTrajectories(cut);
+  expect(t.skipped).toEqual([{ line: lines.length - drop.size, reason: expect.stringMatching(/^malformed episode_start record: env_id/) }]);
+  expect(t.episodes.map((e) => [e.start.episode_id, e.complete, e.steps.length])).toEqual([["ep-solved", false, 2], ["ep-finished", true, 1], ["ep-conversation", true, 4]]);
+  expect((await replayAll([FIXTURES], t.episodes)).map((r) => [r.ok, r.complete, r.steps])).toEqual([[true, false, 2], [true, true, 1], [true, true, 4]]);
+  const r = await replayCli(cut);
+  expect(r.code).toBe(0);
+  expect(r.stdout).toMatch(/◐ ep-solved \(notes-1, 2 steps\) — incomplete/);
+  expect(r.stdout).not.toMatch(/✓ ep-solved/);
+  expect(r.stdout).toMatch(/2\/3 episodes replayed exactly; 1 incomplete/);
+  expect(r.stderr).toMatch(/skipped: malformed episode_start record/);
+}, 120_000);
+
+// ---------------------------------------------------------------- recording fails closed
+
+const rec = (i: number) => ({ t: "step", episode_id: "e", step: i, pad: "x".repeat(200) });
+
+test("a short write is detected: the torn record is cut off, and with `refuse` every later step is refused before it runs", () => {
+  const file = join(tmp(), "t.jsonl");
+  let calls = 0;
+  const reasons: string[] = [];
+  // the 4th write(2) (header + 2 records, then this one) writes 50 bytes; the next makes no progress, as on a full disk
+  const w = new TrajectoryWriter(file, {
+    onUnavailable: (r) => reasons.push(r),
+    write: (fd, data, offset) => {
+      calls++;
+      if (calls === 4) return writeSync(fd, data, offset, 50);
+      if (calls > 4) throw Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+      return writeSync(fd, data, offset);
+    },
+  });
+  w.append(rec(1));
+  w.append(rec(2));
+  expect(w.healthy()).toBe(true);
+  w.check();
+  expect(() => w.append(rec(3))).toThrow(RecordingUnavailableError);
+  expect(w.healthy()).toBe(false);
+  expect(reasons).toHaveLength(1);
+  expect(reasons[0]).toMatch(/failed after 50 of \d+ bytes of a record: ENOSPC/);
+  let refused: unknown;
+  try {
+    w.check();
+  } catch (e) {
+    refused = e;
+  }
+  expect(refused).toBeInstanceOf(RecordingUnavailableError);
+  expect((refused as RecordingUnavailableError).code).toBe("recording_unavailable");
+  expect((refused as Error).message).toMatch(/the step was not run/);
+  expect(() => w.append(rec(4))).toThrow(/recording unavailable/);
+  w.close();
+  // the file ends at the last whole record: nothing torn, nothing skipped
+  const text = readFileSync(file, "utf8");
+  expect(text.endsWith("\n")).toBe(true);
+  expect(text.split("\n").filter(Boolean).map((l) => JSON.parse(l.slice(9)).step ?? "header")).toEqual(["header", 1, 2]);
+  expect(w.records).toBe(2);
+});
+
+test("with `continue` a failed writer lets steps run and counts the records it could not write", () => {
+  const file = join(tmp(), "t.jsonl");
+  let calls = 0;
+  const w = new TrajectoryWriter(file, {
+    onFailure: "continue",
+    write: (fd, data, offset) => {
+      if (++calls === 3) throw Object.assign(new Error("file too large"), { code: "EFBIG" });
+      return writeSync(fd, data, offset);
+    },
+  });
+  w.append(rec(1));
+  w.append(rec(2));
+  expect(w.healthy()).toBe(false);
+  w.check(); // does not throw: the policy is to go on unrecorded
+  w.append(rec(3));
+  expect([w.records, w.dropped]).toEqual([1, 2]);
+  w.close();
+  expect(readFileSync(file, "utf8").split("\n").filter(Boolean)).toHaveLength(2);
+});
+
+test.skipIf(!existsSync("/dev/full"))("a full disk (/dev/full): the writer is unavailable from its header on, and says why", () => {
+  const w = new TrajectoryWriter("/dev/full");
+  expect(w.healthy()).toBe(false);
+  expect(w.unavailableReason()).toMatch(/ENOSPC/);
+  expect(() => w.check()).toThrow(RecordingUnavailableError);
+  w.close();
+});
+
+test("too little room left: check() refuses before the step runs, without a write failing", () => {
+  const file = join(tmp(), "t.jsonl");
+  // a reserve larger than any disk: the free-room check must say no
+  const w = new TrajectoryWriter(file, { reserveBytes: 2 ** 60 });
+  expect(() => w.check()).toThrow(/bytes are free on the file system.*the step was not run/);
+  expect(w.healthy()).toBe(false);
+  w.close();
+  expect(new TrajectoryWriter(file).healthy()).toBe(true);
+});
+
+test.skipIf(!existsSync("/usr/bin/prlimit") && !existsSync("/bin/prlimit"))("a real file-size limit (RLIMIT_FSIZE): the short write is caught, the file holds only whole records, later steps are refused", async () => {
+  const dir = tmp();
+  const file = join(dir, "t.jsonl");
+  const script = join(dir, "child.mts");
+  const writer = join(import.meta.dirname, "..", "..", "bridge", "record", "trajectory-writer.ts");
+  writeFileSync(
+    script,
+    `import { TrajectoryWriter } from ${JSON.stringify(writer)};
+const w = new TrajectoryWriter(${JSON.stringify(file)}, { reserveBytes: 0 });
+let refusedBefore = null, error = null, i = 0;
+for (; i < 100; i++) {
+  try { w.check(); } catch (e) { refusedBefore = e.code; break; }
+  try { w.append({ t: "step", episode_id: "e", step: i, pad: "y".repeat(300) }); } catch (e) { error = e.code + ": " + e.message; }
+}
+console.log(JSON.stringify({ records: w.records, error, refusedBefore, healthy: w.healthy() }));
+`,
+  );
+  // prlimit sets the limit on node alone; 4096 bytes cut the 12th-or-so record in the middle
+  const { stdout } = await run("prlimit", ["--fsize=4096:4096", process.execPath, "--import", "tsx", script], { cwd: join(import.meta.dirname, "..", "..") });
+  const out = JSON.parse(stdout.trim().split("\n").at(-1)!);
+  expect(out.error).toMatch(/^recording_unavailable: .*failed after \d+ of \d+ bytes/);
+  expect(out.refusedBefore).toBe("recording_unavailable");
+  expect(out.healthy).toBe(false);
+  const text = readFileSync(file, "utf8");
+  expect(statSync(file).size).toBeLessThanOrEqual(4096);
+  expect(text.endsWith("\n")).toBe(true);
+  const lines = text.split("\n").filter(Boolean);
+  expect(lines.length).toBe(out.records + 1); // the header and every acknowledged record, nothing torn
+  for (const l of lines) expect(encodeRecord(JSON.parse(l.slice(9)))).toBe(`${l}\n`); // each line whole, its checksum right
 });

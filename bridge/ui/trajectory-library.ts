@@ -1,0 +1,148 @@
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, relative, resolve, sep } from "node:path";
+import { episodePage } from "../record/episode-page.js";
+import type { ReplayResult } from "../record/replay.js";
+import { episodeReward, selectForSft, type SftRecord } from "../record/sft-export.js";
+import { readTrajectories, type RecordedEpisode, type TrajectoryFile } from "../record/trajectory-reader.js";
+import { ApiError } from "./http-util.js";
+import { replayIsolated } from "./replay-isolated.js";
+
+export interface EpisodeSummary {
+  file: string;
+  episode_id: string;
+  env_id: string;
+  scenario_id: string;
+  seed: number;
+  steps: number;
+  reward: number | null;
+  end_reason: string | null;
+  /** How the recording ends: terminal, finish, closed, or `open` (no end record: still running, or the writer died). */
+  how: string;
+  time: string;
+}
+
+export interface EpisodeFilter {
+  env?: string;
+  scenario?: string;
+  minReward?: number;
+  maxReward?: number;
+  endReason?: string;
+}
+
+/** Folders are walked this deep for *.jsonl files (a recordings folder holds one file per replica run). */
+const MAX_DEPTH = 4;
+
+/**
+ * The trajectory files under one folder: listed, read (and re-read only when a file changes),
+ * filtered, shown with the same page `envscaler view` writes, replayed and exported. Paths from
+ * requests are names relative to the folder and may not leave it.
+ */
+export class TrajectoryLibrary {
+  private readonly cache = new Map<string, { key: string; file: TrajectoryFile }>();
+  readonly root: string;
+
+  constructor(
+    root: string,
+    private readonly envs: string[],
+    private readonly hardStopGraceMs = 1000,
+  ) {
+    this.root = resolve(root);
+  }
+
+  files(): string[] {
+    const out: string[] = [];
+    const walk = (dir: string, depth: number) => {
+      let names: string[];
+      try {
+        names = readdirSync(dir).sort();
+      } catch {
+        return;
+      }
+      for (const n of names) {
+        const p = join(dir, n);
+        const st = statSync(p, { throwIfNoEntry: false });
+        if (st?.isDirectory() && depth < MAX_DEPTH) walk(p, depth + 1);
+        else if (st?.isFile() && n.endsWith(".jsonl")) out.push(relative(this.root, p));
+      }
+    };
+    if (existsSync(this.root)) walk(this.root, 0);
+    return out;
+  }
+
+  private path(file: string): string {
+    const p = resolve(this.root, file);
+    if (!p.startsWith(this.root + sep) || !p.endsWith(".jsonl")) throw new ApiError(400, "bad_request", `${file} is not a .jsonl file inside the trajectories folder`);
+    if (!existsSync(p)) throw new ApiError(404, "not_found", `no trajectory file ${file}`);
+    return p;
+  }
+
+  read(file: string): TrajectoryFile {
+    const p = this.path(file);
+    const st = statSync(p);
+    const key = `${st.mtimeMs}:${st.size}`;
+    const hit = this.cache.get(p);
+    if (hit?.key === key) return hit.file;
+    const t = readTrajectories(p);
+    this.cache.set(p, { key, file: t });
+    return t;
+  }
+
+  list(filter: EpisodeFilter = {}): { episodes: EpisodeSummary[]; skipped: { file: string; line: number; reason: string }[] } {
+    const episodes: EpisodeSummary[] = [];
+    const skipped: { file: string; line: number; reason: string }[] = [];
+    for (const file of this.files()) {
+      const t = this.read(file);
+      skipped.push(...t.skipped.map((s) => ({ file, ...s })));
+      for (const e of t.episodes) episodes.push(summary(file, e));
+    }
+    return { episodes: episodes.filter((e) => matches(e, filter)), skipped };
+  }
+
+  episode(file: string, id: string): RecordedEpisode {
+    const e = this.read(file).episodes.find((x) => x.start.episode_id === id);
+    if (!e) throw new ApiError(404, "unknown_episode", `no episode ${id} in ${file}`);
+    return e;
+  }
+
+  /** The page `envscaler view` writes for this episode. */
+  page(file: string, id: string): string {
+    return episodePage(this.episode(file, id));
+  }
+
+  replay(file: string, id: string): Promise<ReplayResult> {
+    return replayIsolated(this.envs, this.episode(file, id), this.hardStopGraceMs);
+  }
+
+  /** The selected episodes as SFT records (episodes that did not end are left out, as `envscaler export sft` does). */
+  exportSft(items: { file: string; episode_id: string }[]): { records: SftRecord[]; left_out: string[] } {
+    const eps = items.map((i) => this.episode(i.file, i.episode_id));
+    const records = selectForSft(eps, {});
+    const kept = new Set(records.map((r) => r.episode_id));
+    return { records, left_out: eps.map((e) => e.start.episode_id).filter((id) => !kept.has(id)) };
+  }
+}
+
+function summary(file: string, e: RecordedEpisode): EpisodeSummary {
+  const last = e.end?.how === "finish" ? e.end.result : e.steps.at(-1);
+  return {
+    file,
+    episode_id: e.start.episode_id,
+    env_id: e.start.env_id,
+    scenario_id: e.start.scenario_id,
+    seed: e.start.seed,
+    steps: e.steps.length,
+    reward: episodeReward(e),
+    end_reason: last?.end_reason ?? null,
+    how: e.end?.how ?? "open",
+    time: e.start.time,
+  };
+}
+
+function matches(e: EpisodeSummary, f: EpisodeFilter): boolean {
+  if (f.env && e.env_id !== f.env) return false;
+  if (f.scenario && !e.scenario_id.includes(f.scenario)) return false;
+  if (f.minReward !== undefined && (e.reward === null || e.reward < f.minReward)) return false;
+  if (f.maxReward !== undefined && (e.reward === null || e.reward > f.maxReward)) return false;
+  if (f.endReason && (e.end_reason ?? e.how) !== f.endReason) return false;
+  return true;
+}

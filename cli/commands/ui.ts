@@ -1,0 +1,57 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
+import { UiServer } from "../../bridge/ui/ui-server.js";
+import { BUNDLED_ENVS } from "../../envs/bundled.js";
+
+interface UiArgs {
+  envs: string[];
+  trajectories: string;
+  port: number;
+  host: string;
+  userModel?: string;
+  userBaseUrl?: string;
+  idleTimeout: number;
+  maxEpisodes: number;
+  hardStopGraceMs: number;
+}
+
+/** A synth run folder (report.json + envs/) stands for its served bundles. */
+const envFolder = (dir: string) => (existsSync(join(dir, "report.json")) && existsSync(join(dir, "envs")) ? join(dir, "envs") : dir);
+
+export const uiCommand: CommandModule<object, UiArgs> = {
+  command: "ui",
+  describe: "Serve a local web playground: browse envs, play episodes by hand, inspect, replay and export trajectories",
+  builder: (y: Argv) =>
+    y
+      .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folders, folders of bundles, or synth run folders" })
+      .option("trajectories", { type: "string", default: "trajectories", describe: "folder of recorded trajectory files (*.jsonl)" })
+      .option("port", { type: "number", default: 8080, describe: "0 picks a free port" })
+      .option("host", { type: "string", default: "127.0.0.1", describe: "any non-loopback address requires the random token printed at start" })
+      .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (endpoint from USER_OPENAI_BASE_URL / OPENAI_BASE_URL)" })
+      .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL" })
+      .option("idle-timeout", { type: "number", default: 1800, describe: "close an episode nobody touched for this many seconds" })
+      .option("max-episodes", { type: "number", default: 32, describe: "episodes open at once across all pages" })
+      .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops it" }) as unknown as Argv<UiArgs>,
+  handler: async (args: ArgumentsCamelCase<UiArgs>) => {
+    const wantsUser = args.userModel || args.userBaseUrl || process.env.USER_OPENAI_BASE_URL || process.env.OPENAI_BASE_URL;
+    const ui = await UiServer.start({
+      envs: args.envs.map(envFolder),
+      trajectories: args.trajectories,
+      port: args.port,
+      host: args.host,
+      user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
+      idleMs: args.idleTimeout * 1000,
+      maxEpisodes: args.maxEpisodes,
+      hardStopGraceMs: args.hardStopGraceMs,
+    });
+    // the one line a script may wait for on stdout
+    console.log(JSON.stringify({ ui: ui.openUrl }));
+    console.error(`envscaler ui: open ${ui.openUrl}${ui.token ? "  (bound beyond loopback: the token in this link is required)" : ""}`);
+    await new Promise<void>((resolve) => {
+      const stop = () => void ui.close().then(resolve);
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+    });
+  },
+};

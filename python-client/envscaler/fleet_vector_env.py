@@ -1,0 +1,182 @@
+"""FleetVectorEnv: EnvScalerVectorEnv over a fleet whose replicas come and go (envscaler.ray).
+
+``EnvScalerVectorEnv(fleet, num_envs)`` makes one of these. What differs from a fixed list:
+- each episode is placed at its reset on the live replica with the fewest sessions this process
+  has there (FleetView.pick), and all its steps go to that replica; a sub-env keeps its session
+  (and replica) across episodes unless another replica is less loaded;
+- a step whose replica left the fleet (its process or node died, so the registry withdrew it)
+  ends that sub-env truncated with ``info["error"]["code"] == "session_lost"`` as soon as the
+  registry says so, not after the request timeout; every other sub-env steps on, and the lost
+  one is autoreset on a live replica;
+- replicas that joined since the last refresh get new episodes;
+- ``shutting_down`` from a replica (its serve is stopping) ends the episode as ``session_lost``
+  too: it cannot go on there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from .bridge_client import BridgeClient
+from .fleet_view import FleetView, as_fleet_view, discover_if_ray, lost_error
+from .protocol import BridgeError, SessionLost, ShuttingDown
+from .spaces import AgentAction, AnyText, TextBatch
+from .vector_env import EnvScalerVectorEnv
+
+__all__ = ["FleetVectorEnv"]
+
+
+class FleetVectorEnv(EnvScalerVectorEnv):
+    def __init__(
+        self,
+        endpoints: Any = None,
+        num_envs: int = 1,
+        scenario_ids: Sequence[str] | None = None,
+        curve: Any = None,
+        timeout: float = 60.0,
+    ) -> None:
+        view = as_fleet_view(endpoints) if endpoints is not None else discover_if_ray(timeout)
+        if view is None:
+            raise ValueError("no fleet: pass endpoints, an envscaler.ray fleet, or call from inside Ray with a fleet running")
+        if curve is not None:
+            raise ValueError("a fleet hands out its own CurveZMQ keys; do not pass curve=")
+        if num_envs < 1:
+            raise ValueError("num_envs must be >= 1")
+        self.fleet: FleetView = view
+        self.timeout = float(timeout)
+        self.clients: list[BridgeClient] = []  # grows as replicas join; a withdrawn one is closed, never reused
+        self._uids: list[str] = []
+        self._index: dict[str, int] = {}
+        self.num_envs = int(num_envs)
+        self.replica_of = [-1] * self.num_envs
+        self.single_observation_space = AnyText()
+        self.single_action_space = AgentAction()
+        self.observation_space = TextBatch(AnyText(), self.num_envs)
+        self.action_space = TextBatch(AgentAction(), self.num_envs)
+        self.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+        self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
+        self.session_ids: list[str | None] = [None] * self.num_envs
+        self.episode_ids: list[str | None] = [None] * self.num_envs
+        self.current_scenarios: list[str | None] = [None] * self.num_envs
+        self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
+        self._obs = np.full(self.num_envs, "", dtype=object)
+        self.requests_sent: dict[str, int] = {}
+        self.lost_episodes = 0  # episodes ended with session_lost because their replica left
+
+    @property
+    def endpoints(self) -> list[str]:  # type: ignore[override]
+        return [self.fleet.replicas[u]["endpoint"] for u in self._uids if self.fleet.alive(u)]
+
+    @endpoints.setter
+    def endpoints(self, _: Any) -> None:  # the base class assigns it; here it is derived
+        pass
+
+    def replica_uid(self, index: int) -> str | None:
+        """The uid of the replica sub-env ``index`` is on (None before its first reset)."""
+        r = self.replica_of[index]
+        return self._uids[r] if r >= 0 else None
+
+    # ------------------------------------------------------------------ hooks of EnvScalerVectorEnv
+
+    def _client_index(self, uid: str) -> int:
+        if uid not in self._index:
+            self._index[uid] = len(self.clients)
+            self._uids.append(uid)
+            self.clients.append(BridgeClient(self.fleet.replicas[uid]["endpoint"], timeout=self.timeout, curve=self.fleet.curve_for(uid)))
+        return self._index[uid]
+
+    def _any_client(self) -> BridgeClient:
+        self.fleet.refresh()
+        return self.clients[self._client_index(self.fleet.pick())]
+
+    def _forget_withdrawn(self) -> None:
+        for r, uid in enumerate(self._uids):
+            if not self.fleet.alive(uid) and not self.clients[r].closed:
+                self.clients[r].close()
+                self.fleet.placed.pop(uid, None)
+
+    def _place(self, which: Sequence[int]) -> None:
+        self.fleet.refresh()
+        self._forget_withdrawn()
+        for i in which:
+            cur = self.replica_uid(i)
+            if cur is not None and self.fleet.alive(cur):
+                self.fleet.placed[cur] -= 1
+            best = self.fleet.pick()
+            keep = cur is not None and self.session_ids[i] is not None and self.fleet.alive(cur) and self.fleet.placed[cur] <= self.fleet.placed[best]
+            uid = cur if keep else best
+            assert uid is not None
+            if not keep and cur is not None and self.session_ids[i] is not None and self.fleet.alive(cur):
+                # moving to a less loaded replica: let the old session go without waiting for the answer
+                old = self.clients[self._index[cur]]
+                old.abandon(old.submit("close", session_id=self.session_ids[i]))
+            if not keep:
+                self.session_ids[i] = None
+            self.fleet.placed[uid] += 1
+            self.replica_of[i] = self._client_index(uid)
+
+    def _submit(self, i_client: int, op: str, **fields: Any) -> tuple[BridgeClient, int]:
+        if not self.fleet.alive(self._uids[i_client]):
+            return self.clients[i_client], -1  # never sent: _collect answers it with session_lost
+        return super()._submit(i_client, op, **fields)
+
+    def _collect(self, pending: Sequence[tuple[BridgeClient, int]]) -> list[dict[str, Any] | BridgeError]:
+        out: list[dict[str, Any] | BridgeError] = []
+        for client, rid in pending:
+            uid = self._uids[self.clients.index(client)]
+            if rid < 0 or client.closed or not self.fleet.alive(uid):
+                client.abandon(rid)
+                out.append(lost_error(self.fleet.replicas.get(uid), uid))
+                continue
+            try:
+                reply = self.fleet.wait(uid, lambda t, c=client, r=rid: c.collect(r, t, keep=True), timeout=self.timeout)
+                for entry in reply.get("results", ()):
+                    error = entry.get("error") if isinstance(entry, dict) else None
+                    if error and error.get("code") == "shutting_down":  # its replica is going away: so is the episode
+                        error["code"] = "session_lost"
+                out.append(reply)
+            except SessionLost as e:
+                client.abandon(rid)
+                out.append(lost_error(self.fleet.replicas.get(uid), uid) if not self.fleet.alive(uid) else e)
+            except ShuttingDown as e:
+                out.append(SessionLost(str(e)))
+            except BridgeError as e:
+                out.append(e)
+        self._forget_withdrawn()
+        return out
+
+    def _reset_many(self, which: Sequence[int], scenarios: dict[int, str], seeds: dict[int, int]) -> dict[int, dict[str, Any]]:
+        # a replica that dies during a reset loses that reset: place it again on a live one
+        for attempt in range(3):
+            try:
+                return super()._reset_many(which, scenarios, seeds)
+            except SessionLost:
+                if attempt == 2:
+                    raise
+                self.fleet.refresh(force=True)
+                for i in which:
+                    if not self.fleet.alive(self.replica_uid(i) or ""):
+                        self.session_ids[i] = None
+        raise AssertionError("unreachable")
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        self.fleet.refresh()
+        obs, rewards, terminated, truncated, infos = super().step(actions)
+        errors = infos.get("error", {})
+        if "code" in errors:
+            self.lost_episodes += int(np.sum(errors.get("_code", np.zeros(0, dtype=bool)) & (errors["code"] == "session_lost")))
+        return obs, rewards, terminated, truncated, infos
+
+    def close_extras(self, **kwargs: Any) -> None:
+        for i in range(self.num_envs):
+            uid = self.replica_uid(i)
+            if uid is not None and self.fleet.placed[uid] > 0:
+                self.fleet.placed[uid] -= 1
+        for r, uid in enumerate(self._uids):
+            if not self.fleet.alive(uid):
+                self.clients[r].close()
+        super().close_extras(**kwargs)

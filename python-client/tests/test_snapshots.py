@@ -1,0 +1,99 @@
+"""snapshot / fork / restore over the wire: Gymnasium env, vector env groups, errors and limits."""
+
+from __future__ import annotations
+
+import pytest
+
+from envscaler import EnvScalerEnv, EnvScalerVectorEnv
+from envscaler.protocol import TooLarge, UnknownSnapshot
+
+from helpers import REFERENCE_ACTIONS, start_bridge
+
+
+def _play(env, actions):
+    out = []
+    for action in actions:
+        obs, reward, terminated, truncated, info = env.step(action)
+        out.append((obs, reward, terminated, truncated, info["state_hash"], info["step"]))
+    out.append(env.finish()[1])
+    return out
+
+
+def test_a_fork_and_a_restored_snapshot_replay_the_source_exactly(bridge):
+    env = EnvScalerEnv(bridge.endpoints[0], timeout=30)
+    try:
+        env.reset(options={"scenario_id": "notes-1", "seed": 3})
+        first, rest = REFERENCE_ACTIONS[:1], REFERENCE_ACTIONS[1:]
+        _play_prefix = [env.step(a) for a in first]
+        snap = env.snapshot()
+        child = env.fork()
+        from_snap = env.fork(snapshot_id=snap)
+        expected = _play(env, rest)
+        assert _play(child, rest) == expected
+        assert _play(from_snap, rest) == expected
+        assert expected[-1] == 1.0
+        # the finished source goes back to the snapshot and plays the same again
+        info = env.restore(snap)
+        assert info["step"] == len(first) and info["forked_from"] == {"snapshot_id": snap, "step": len(first)}
+        assert _play(env, rest) == expected
+        assert env.drop_snapshot(snap) is True
+        with pytest.raises(UnknownSnapshot):
+            env.fork(snapshot_id=snap)
+        child.close()
+        from_snap.close()
+    finally:
+        env.close()
+
+
+def test_vector_env_forks_one_session_into_a_group(bridge):
+    vec = EnvScalerVectorEnv(bridge.endpoints, num_envs=4, scenario_ids=["notes-1"])
+    try:
+        vec.reset(seed=5, options={"scenario_id": "notes-1"})
+        vec.step([REFERENCE_ACTIONS[0]] * 4)
+        before = vec.session_ids[1:]
+        new = vec.fork(0)
+        assert len(new) == 3 and not set(new) & set(before)
+        assert all(vec.replica_of[i] == vec.replica_of[0] for i in range(4))
+        _, rewards, terminated, _, infos = vec.step([REFERENCE_ACTIONS[1]] * 4)
+        hashes = set(infos["state_hash"])
+        assert len(hashes) == 1  # the group continues from one state
+        steps = set(int(s) for s in infos["step"])
+        assert steps == {2}
+    finally:
+        vec.close()
+
+
+def test_snapshot_limit_is_a_typed_error_naming_it():
+    with start_bridge(replicas=1, extra=("--max-snapshots", "2")) as b:
+        env = EnvScalerEnv(b.endpoints[0], timeout=30)
+        try:
+            env.reset(options={"scenario_id": "notes-1"})
+            env.snapshot()
+            env.snapshot()
+            with pytest.raises(TooLarge, match="max-snapshots|maxSnapshotsPerEpisode"):
+                env.snapshot()
+        finally:
+            env.close()
+
+
+def test_no_reply_is_lost_with_thousands_in_flight(bridge):
+    """5,000 requests in flight on one connection: every one is answered (ok, or a typed overloaded)."""
+    with bridge.client(0, timeout=120) as c:
+        rids = [c.submit("hello") for _ in range(5000)]
+        answered = 0
+        for rid in rids:
+            try:
+                c.collect(rid)
+            except Exception as e:  # only a typed refusal is acceptable, never a missing reply
+                assert getattr(e, "code", None) == "overloaded", e
+            answered += 1
+        assert answered == 5000
+
+
+def test_a_vector_env_beyond_the_session_limit_fails_at_construction_naming_it():
+    with start_bridge(replicas=1, extra=("--max-sessions", "4")) as b:
+        with pytest.raises(ValueError, match="max_sessions=4"):
+            EnvScalerVectorEnv(b.endpoints, num_envs=5)
+        vec = EnvScalerVectorEnv(b.endpoints, num_envs=4, scenario_ids=["notes-1"])
+        vec.reset(seed=1)
+        vec.close()

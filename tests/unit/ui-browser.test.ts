@@ -1,0 +1,206 @@
+import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { UiServer } from "../../bridge/ui/ui-server.js";
+import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { FIXTURES } from "../helpers.js";
+import { OpenAIFixture } from "../openai-fixture.js";
+import { HOSTILE, makeSynthRun, recordEpisodes } from "../ui-fixtures.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+/** Screenshots are kept as test artifacts (gitignored) for people to look at. */
+const ARTIFACTS = join(import.meta.dirname, "..", "..", "test-artifacts", "ui");
+
+let ui: UiServer;
+let browser: Browser;
+let tab: Page;
+
+async function shot(name: string): Promise<void> {
+  const path = join(ARTIFACTS, `${name}.png`);
+  await tab.screenshot({ path });
+  expect(statSync(path).size).toBeGreaterThan(10_000);
+}
+
+describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (needs ${CHROMIUM})`, () => {
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const dir = mkdtempSync(join(tmpdir(), "envscaler-ui-browser-"));
+    await recordEpisodes(join(dir, "traj", "t.jsonl"));
+    ui = await UiServer.start({ envs: [makeSynthRun(join(dir, "run")), HOSTILE, BUNDLED_ENVS], trajectories: join(dir, "traj"), port: 0, hardStopGraceMs: 300 });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"] });
+    tab = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    // everything the page loads comes from the UI's own server
+    tab.on("request", (r) => {
+      if (!r.url().startsWith(ui.url) && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) throw new Error(`fetched from elsewhere: ${r.url()}`);
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await ui?.close();
+  });
+
+  test("envs: search, an env's tools and state schema rendered readably, a synth env's evidence", async () => {
+    const errors: string[] = [];
+    tab.on("pageerror", (e) => errors.push(e.message));
+    await tab.goto(ui.url);
+    await tab.waitForSelector("#env-list button.navitem");
+    expect(await tab.locator("#env-list button.navitem").count()).toBeGreaterThanOrEqual(10);
+    // keyboard: / focuses the search, typing filters, Enter opens the first match
+    await tab.keyboard.press("/");
+    await tab.keyboard.type("circulation");
+    await tab.waitForFunction(() => [...document.querySelectorAll<HTMLElement>("#env-list button.navitem")].map((b) => b.dataset.env).join() === "library-v1");
+    await tab.keyboard.press("Enter");
+    await tab.waitForSelector("#env-detail h1");
+    expect(await tab.textContent("#env-detail h1")).toBe("Public library circulation desk");
+    // tools as tables of parameters, the state schema as a table too
+    await tab.locator("details.tool > summary").first().click();
+    expect(await tab.locator("details.tool[open] table.schema td.pname").first().textContent()).toMatch(/query/);
+    expect(await tab.locator("#sec-state table.schema td.pname").allTextContents()).toEqual(expect.arrayContaining(["books*", "members*"]));
+    await shot("1-env-library");
+
+    await tab.fill("#env-search", "note-taking");
+    await tab.waitForFunction(() => [...document.querySelectorAll<HTMLElement>("#env-list button.navitem")].map((b) => b.dataset.env).join() === "notes-v1");
+    await tab.click("#env-list button.navitem");
+    await tab.waitForSelector("#sec-provenance table.cases");
+    expect(await tab.locator("#sec-provenance table.cases tbody tr").count()).toBe(2);
+    expect(await tab.textContent("#sec-provenance")).toMatch(/the reference solution scores 0\.5/);
+    await tab.locator("#sec-provenance").scrollIntoViewIfNeeded();
+    await shot("2-env-synth-provenance");
+    expect(errors).toEqual([]);
+  });
+
+  test("play: start from a scenario card, call a tool through its generated form, see the diff and a check flip, finish with the reward", async () => {
+    await tab.locator('.scenario[data-scenario="notes-1"] button').click();
+    expect(await tab.isVisible("#view-play")).toBe(true);
+    expect(await tab.inputValue("#scenario-select")).toBe("notes-1");
+    await tab.fill("#seed", "7");
+    await tab.click("#start");
+    await tab.waitForSelector("#checks li");
+    expect(await tab.textContent("#seed-used")).toBe("7");
+    expect(await tab.locator("#checks li.fail").count()).toBe(3);
+
+    await tab.selectOption("#tool-select", { label: "add_note" });
+    await tab.fill('#tool-form-box [name="user_id"]', "u2");
+    await tab.fill('#tool-form-box [name="title"]', "todo");
+    await tab.fill('#tool-form-box [name="body"]', "call mom");
+    await tab.click("#tool-form-box button[type=submit]");
+    await tab.waitForSelector("#diff li.op-add");
+    expect(await tab.textContent("#diff li.op-add")).toMatch(/\/notes\/n\d+.*call mom/);
+    // the check that now holds flipped, the others still fail
+    await tab.waitForSelector("#checks li.flipped");
+    expect(await tab.locator("#checks li.pass.flipped").textContent()).toMatch(/Has Bob got a 'todo' note\?/);
+    expect(await tab.locator("#checks li.fail").count()).toBe(2);
+    // the state tree marks the added note
+    expect(await tab.locator("#state-panel .changed.op-add").count()).toBeGreaterThan(0);
+    await shot("3-play-after-add");
+
+    // the second call as the model's raw text, sent with Ctrl+Enter
+    await tab.fill("#raw-text", '<tool_call>{"name": "delete_note", "arguments": {"note_id": "n1"}}</tool_call>');
+    await tab.press("#raw-text", "Control+Enter");
+    await tab.waitForSelector("#diff li.op-remove");
+    // the removed note is gone from the tree; its parent is marked
+    expect(await tab.locator('#state-panel details.changed.op-remove-child[data-path="/notes"]').count()).toBe(1);
+    await tab.waitForFunction(() => document.querySelectorAll("#checks li.pass").length === 3);
+    await tab.click("#finish");
+    await tab.waitForSelector("#reward");
+    expect(await tab.textContent("#reward")).toBe("reward 1");
+    expect(await tab.isDisabled("#finish")).toBe(true);
+    await shot("4-play-finished");
+  });
+
+  test("play: a hostile env's typed error is shown, and the page stays usable", async () => {
+    await tab.selectOption("#scenario-select", "hostile-1");
+    await tab.click("#start");
+    await tab.waitForSelector("#tool-select");
+    await tab.selectOption("#tool-select", { label: "spin" });
+    await tab.click("#tool-form-box button[type=submit]");
+    await tab.waitForSelector("#final .error-box");
+    expect(await tab.textContent("#final .error-box")).toMatch(/env_timeout/);
+    await shot("5-play-hostile");
+    await tab.selectOption("#scenario-select", "notes-1");
+    await tab.click("#start");
+    await tab.waitForSelector("#checks li.fail");
+    expect(await tab.locator("#transcript .msg").count()).toBe(1);
+    // the page's episodes close with it
+    expect(ui.play.count()).toBeGreaterThan(0);
+    await tab.reload();
+    await tab.waitForSelector("#scenario-select option", { state: "attached" }); // booted: keys work from here
+    for (let i = 0; i < 100 && ui.play.count() > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(ui.play.count()).toBe(0);
+  });
+
+  test("trajectories: filter, open an episode, step through it, replay it, export SFT", async () => {
+    await tab.keyboard.press("Escape");
+    await tab.keyboard.press("3");
+    await tab.waitForSelector("table.episodes tbody tr");
+    expect(await tab.locator("table.episodes tbody tr").count()).toBe(3);
+    await tab.fill("#f-min-reward", "1");
+    await tab.waitForFunction(() => document.querySelectorAll("table.episodes tbody tr").length === 1);
+    await tab.fill("#f-min-reward", "");
+    await tab.waitForFunction(() => document.querySelectorAll("table.episodes tbody tr").length === 3);
+
+    await tab.locator('tr[data-episode="ep-solved"] button.link').click();
+    await tab.waitForSelector("#episode-frame");
+    const frame = tab.frameLocator("#episode-frame");
+    await frame.locator("h1").waitFor();
+    expect(await frame.locator("h1").textContent()).toBe("notes-v1 · notes-1");
+    expect(await tab.textContent("#step-pos")).toBe("reset (of 3 steps)");
+    await tab.click("#next-step");
+    expect(await tab.textContent("#step-pos")).toBe("step 1 of 3");
+    expect(await tab.textContent("#step-detail")).toMatch(/add_note/);
+    expect(await frame.locator('.msg[data-step="1"].ui-current').count()).toBe(1);
+    // keys step too
+    await tab.locator("#step-detail").click();
+    await tab.keyboard.press("n");
+    expect(await tab.textContent("#step-pos")).toBe("step 2 of 3");
+    expect(await tab.locator("#step-detail ul.diff li.op-remove").count()).toBe(1);
+    await tab.click("#replay");
+    await tab.waitForSelector("#replay-result .replay");
+    expect(await tab.textContent("#replay-result")).toMatch(/replayed exactly \(3 steps\)/);
+    await shot("6-trajectory-step");
+
+    await tab.locator('tr[data-episode="ep-solved"] input[type=checkbox]').check();
+    await tab.locator('tr[data-episode="ep-finished"] input[type=checkbox]').check();
+    const download = tab.waitForEvent("download");
+    await tab.click("#export-sft");
+    expect((await download).suggestedFilename()).toBe("sft.jsonl");
+    expect(await tab.textContent("#traj-status")).toMatch(/2 episodes exported/);
+  });
+
+  test("play a conversation: talk as the agent to the simulated user; the reward when the user stops", async () => {
+    const user = await OpenAIFixture.start(["# Reply:\nHi! How many notes do I have? I'm Carol, u3.", "# Reply:\nGreat, thanks. ###STOP###"]);
+    const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(ARTIFACTS, "none"), port: 0, user: { baseURL: user.baseURL, apiKey: "x", model: "m", maxRetries: 0 } });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    try {
+      await page.goto(`${conv.url}#play/notes-2`);
+      await page.waitForSelector("#scenario-select option[value=notes-2]", { state: "attached" });
+      expect(await page.inputValue("#scenario-select")).toBe("notes-2");
+      await page.click("#start");
+      await page.waitForSelector("#transcript .msg.user");
+      expect(await page.textContent("#transcript .msg.user")).toMatch(/How many notes do I have/);
+      expect(await page.textContent("#checks-panel")).toMatch(/Scored when the conversation ends/);
+      await page.selectOption("#tool-select", { label: "add_note" });
+      await page.fill('#tool-form-box [name="user_id"]', "u3");
+      await page.fill('#tool-form-box [name="title"]', "x");
+      await page.fill('#tool-form-box [name="body"]', "y");
+      await page.click("#tool-form-box button[type=submit]");
+      await page.waitForSelector("#diff li.op-add");
+      await page.fill("#raw-text", "You have 1 note. I added 'x'.");
+      await page.click("#send-raw");
+      await page.waitForSelector("#reward");
+      expect(await page.textContent("#reward")).toBe("reward 1");
+      expect(await page.textContent("#final")).toMatch(/user_stop/);
+      expect(await page.locator("#checks li.pass").count()).toBe(2);
+      const path = join(ARTIFACTS, "7-play-conversation.png");
+      await page.screenshot({ path });
+      expect(statSync(path).size).toBeGreaterThan(10_000);
+    } finally {
+      await page.close();
+      await conv.close();
+      await user.close();
+    }
+  });
+});
