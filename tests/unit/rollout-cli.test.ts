@@ -18,7 +18,20 @@ let reportRun: string | null = null;
 const tmp = () => mkdtempSync(join(tmpdir(), "envscaler-rollout-cli-"));
 const cli = (args: string[]) => run(process.execPath, ["--import", "tsx", CLI, ...args], { maxBuffer: 1 << 24 });
 const readResults = (out: string) => JSON.parse(readFileSync(join(out, "results.json"), "utf8")) as RolloutResults;
-const episodeLines = (out: string) => (existsSync(join(out, "episodes.jsonl")) ? readFileSync(join(out, "episodes.jsonl"), "utf8").split("\n").filter((l) => /^[0-9a-f]{8} /.test(l)) : []);
+/** The episode records of a run's episodes.jsonl (whole lines only; the format header left out). */
+const episodeLines = (out: string) =>
+  existsSync(join(out, "episodes.jsonl"))
+    ? readFileSync(join(out, "episodes.jsonl"), "utf8")
+        .split("\n")
+        .filter((l) => {
+          if (!/^[0-9a-f]{8} \{"key"/.test(l)) return false;
+          try {
+            return Boolean(JSON.parse(l.slice(9)));
+          } catch {
+            return false; // a torn last line of a killed run
+          }
+        })
+    : [];
 
 /** An agent that solves notes-1 (both calls in one step) and answers text otherwise; a user that asks once and stops. */
 function notesResponder(r: FixtureRequest) {
