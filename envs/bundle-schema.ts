@@ -33,6 +33,14 @@ export const EnvManifest = z
     default_state: JsonObject.optional(),
     default_state_file: z.string().optional(),
     terminating_tools: z.array(z.string()).default([]),
+    /**
+     * How a tool's result becomes the text the agent reads. `json`: JSON.stringify of the result.
+     * `python`: a string result is the text itself; anything else is exactly Python's json.dumps
+     * with default arguments, with dict insertion order and integral floats (46.0) kept from the
+     * state file through the tool code (docs/env-format.md, "Observation format").
+     */
+    // optional rather than defaulted, so that the content hash of a bundle without it is unchanged
+    observation_format: z.enum(["json", "python"]).optional(),
     max_steps: z.number().int().positive().default(30),
     clock: z
       .object({ start: z.iso.datetime({ offset: true }).default("2025-01-01T09:00:00Z"), tick_ms: z.number().int().min(0).default(1000) })

@@ -31,6 +31,8 @@ export class EnvBundle {
     readonly scenarios: ReadonlyMap<string, Scenario>,
     /** SHA-256 over manifest, source, default state and scenarios: identifies exactly what ran. */
     readonly contentHash: string,
+    /** The default state file's text, kept for python-format envs (StateBase.fromStateText). */
+    private readonly defaultStateText?: string,
   ) {}
 
   get id(): string {
@@ -43,7 +45,7 @@ export class EnvBundle {
 
   /** The initial state of a scenario (or of the env's default when `scenarioId` is undefined). */
   stateBase(scenarioId?: string): StateBase {
-    this.defaultBase ??= StateBase.fromState(this.defaultState);
+    this.defaultBase ??= this.defaultStateText !== undefined ? StateBase.fromStateText(this.defaultStateText) : StateBase.fromState(this.defaultState);
     if (scenarioId === undefined) return this.defaultBase;
     let base = this.bases.get(scenarioId);
     if (!base) {
@@ -115,11 +117,16 @@ export function loadBundle(dirPath: string): EnvBundle {
   }
 
   let defaultState: JsonObject = manifest.default_state ?? {};
+  let defaultStateText: string | undefined;
   if (manifest.default_state_file) {
     const file = join(dir, manifest.default_state_file);
     const raw = readJson(file, problems);
     if (raw !== undefined && (raw === null || typeof raw !== "object" || Array.isArray(raw))) problems.push({ file, message: "the default state must be a JSON object" });
-    else if (raw !== undefined) defaultState = raw as JsonObject;
+    else if (raw !== undefined) {
+      defaultState = raw as JsonObject;
+      // python-format envs read the state as the file writes it (dict order, 46.0)
+      if (manifest.observation_format === "python") defaultStateText = readFileSync(file, "utf8");
+    }
   }
 
   const scenariosFile = join(dir, "scenarios.json");
@@ -141,7 +148,7 @@ export function loadBundle(dirPath: string): EnvBundle {
   }
   if (problems.length) throw new BundleLoadError(problems);
   const contentHash = sha256(JSON.stringify([manifest, source, defaultState, [...scenarios.values()]]));
-  return new EnvBundle(dir, manifest, source, defaultState, scenarios, contentHash);
+  return new EnvBundle(dir, manifest, source, defaultState, scenarios, contentHash, defaultStateText);
 }
 
 /** True when `dir` is a bundle (has a manifest.json) rather than a folder of bundles. */

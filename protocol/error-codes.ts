@@ -5,6 +5,7 @@ export const ERROR_CODES = [
   "unknown_op",
   "unknown_env",
   "unknown_scenario",
+  "scenario_quarantined",
   "unknown_session",
   "session_closed",
   "session_lost",

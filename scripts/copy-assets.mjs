@@ -2,7 +2,7 @@
 import { chmodSync, copyFileSync, cpSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 
-for (const file of ["bridge/sandbox/prelude.js"]) {
+for (const file of ["bridge/sandbox/prelude.js", "bridge/sandbox/python-values.js"]) {
   mkdirSync(dirname(`dist/${file}`), { recursive: true });
   copyFileSync(file, `dist/${file}`);
 }

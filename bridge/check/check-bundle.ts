@@ -43,7 +43,8 @@ async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: Referenc
           const type = r.ok ? undefined : (JSON.parse(r.content) as { error: { type: string; message: string } }).error;
           if (type && type.type !== "tool_exception") toolErrors.push(`${a.name}: ${type.message}`);
           // allowed (tau-bench ground truths contain refused calls), but worth a look
-          if (r.ok && (JSON.parse(r.content) as { success?: unknown } | null)?.success === false) refusals.push(`${a.name}(${JSON.stringify(a.arguments)})`);
+          // a python-format env's result text need not be JSON ("Error: order not found")
+          if (r.ok && (jsonOrNull(r.content) as { success?: unknown } | null)?.success === false) refusals.push(`${a.name}(${JSON.stringify(a.arguments)})`);
         }
         if (last.terminated || last.truncated) break;
       }
@@ -131,4 +132,12 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     }
   }
   return report;
+}
+
+function jsonOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }

@@ -35,6 +35,8 @@ export interface RuntimeOptions {
   maxActionBytes?: number;
   /** Actions one episode keeps for exact restore and replay, in total. @unit bytes @default 64 MiB */
   maxEpisodeInputBytes?: number;
+  /** Hard stops (a guest call the watchdog had to stop) one scenario may cause before it is quarantined. @default 2 */
+  quarantineAfter?: number;
   /** Snapshots one episode may hold at once. @default 32 */
   maxSnapshotsPerEpisode?: number;
   /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
@@ -127,6 +129,9 @@ export class EnvRuntime {
   private readonly episodes = new Map<string, EpisodeRecord>();
   private readonly snapshots = new Map<string, SnapshotRecord>();
   private snapshotBytes = 0;
+  /** Hard stops per scenario, and the scenarios refused from then on (with why). */
+  private readonly hardStopsOf = new Map<string, number>();
+  private readonly quarantined = new Map<string, string>();
   private nextRequest = 1;
   private nextSlot = 1;
   private watchdog: NodeJS.Timeout | undefined;
@@ -216,6 +221,7 @@ export class EnvRuntime {
     }
     for (const rec of engine.episodes) {
       const waiting = [...engine.pending.values()].filter((p) => p.episode === rec);
+      if (rec.slot === culprit) this.noteHardStop(rec.inputs.scenario_id);
       if (rec.slot === culprit || giveUp) {
         rec.dead = rec.slot === culprit
           ? { code: "env_timeout", message: "a guest call ignored its deadline (a native builtin that cannot be interrupted); the episode was stopped" }
@@ -235,6 +241,20 @@ export class EnvRuntime {
       for (const p of waiting) p.resolve(rec.dead ? this.deadReply(rec, p.body) : await this.post(replacement, rec, p.body));
     }
     engine.pending.clear();
+  }
+
+  /**
+   * One bad scenario must not cost its neighbours their worker: after `quarantineAfter` hard stops
+   * its resets are refused (`scenario_quarantined`, with the reason) instead of killing the worker
+   * again and again until the restart budget is spent on everyone.
+   */
+  private noteHardStop(scenarioId: string): void {
+    const n = (this.hardStopsOf.get(scenarioId) ?? 0) + 1;
+    this.hardStopsOf.set(scenarioId, n);
+    const limit = this.options.quarantineAfter ?? 2;
+    if (n >= limit && !this.quarantined.has(scenarioId)) {
+      this.quarantined.set(scenarioId, `scenario ${scenarioId} is quarantined: its env made ${n} guest calls that ignored their deadline and had to be stopped by the watchdog (quarantineAfter ${limit}); fix the env and restart the bridge`);
+    }
   }
 
   /** What a request on a lost episode gets: the first `step` gets a terminal step carrying the error; anything else, the error. */
@@ -325,6 +345,8 @@ export class EnvRuntime {
   async reset(scenarioId: string, seed?: number, episodeId: string = randomUUID()): Promise<ResetResult> {
     const found = this.registry.scenario(scenarioId);
     if (!found) throw new RuntimeError("unknown_scenario", `no scenario ${scenarioId}`);
+    const quarantine = this.quarantined.get(scenarioId);
+    if (quarantine) throw new RuntimeError("scenario_quarantined", quarantine);
     this.recordable();
     if (this.episodes.has(episodeId)) throw new RuntimeError("bad_request", `episode ${episodeId} already exists`);
     const s = seed ?? Math.floor(Math.random() * 2 ** 31);
@@ -516,8 +538,8 @@ export class EnvRuntime {
     for (const snap of rec.snapshots) void this.dropSnapshot(snap.id);
   }
 
-  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; snapshots: number; snapshot_bytes: number } {
-    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: this.snapshots.size, snapshot_bytes: this.snapshotBytes };
+  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; snapshots: number; snapshot_bytes: number; quarantined: string[] } {
+    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: this.snapshots.size, snapshot_bytes: this.snapshotBytes, quarantined: [...this.quarantined.keys()] };
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
@@ -9,7 +10,8 @@ import type { StateView } from "../state/state-base.js";
 
 /** The outcome of one tool call inside the env. */
 export type CallOutcome =
-  | { kind: "result"; json: string; diff: PatchOp[] }
+  /** `text`: the observation text when the env's observation_format is "python" (see python-values.js). */
+  | { kind: "result"; json: string; text?: string; diff: PatchOp[] }
   | { kind: "error"; error: { name: string; message: string }; diff: PatchOp[] };
 
 /** Raised when the env cannot even be set up: bad source, a throwing constructor, missing class. */
@@ -26,6 +28,10 @@ export function limitsFor(bundle: EnvBundle, overrides: Partial<SandboxLimits> =
     ...overrides,
   };
 }
+
+/** The Py layer (python-values.js), evaluated before the env source of python-format envs. */
+const PYTHON_VALUES = readFileSync(new URL("../sandbox/python-values.js", import.meta.url), "utf8");
+const BIND_PYTHON_VALUES = `Object.defineProperty(globalThis, "Py", { value: (\n${PYTHON_VALUES}\n), writable: false, enumerable: false, configurable: false });`;
 
 /** Four 32-bit words for the guest PRNG, derived from the episode seed. */
 export function seedWords(seed: number): [number, number, number, number] {
@@ -62,6 +68,8 @@ async function envImage(bundle: EnvBundle, limits: SandboxLimits): Promise<Sandb
   if (cached) return cached;
   const builder = await Sandbox.create({ mode: "env", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
   try {
+    // the Python-values layer is part of the image, bound before any env code can run
+    if (bundle.manifest.observation_format === "python") builder.evalScript(BIND_PYTHON_VALUES, "python-values.js");
     builder.evalScript(bundle.source, bundle.manifest.source_file);
     const image = builder.capture(true);
     envImages.set(key, image);
@@ -97,7 +105,7 @@ export class EnvSession implements Disposable {
       (op, coll, id) => tracker.view.read(op, coll, id),
     );
     try {
-      const init = sandbox.dispatch("init", bundle.manifest.class_name, JSON.stringify(base.layout()));
+      const init = sandbox.dispatch("init", bundle.manifest.class_name, JSON.stringify(base.layout()), JSON.stringify({ observation_format: bundle.manifest.observation_format }));
       if (!init.ok) throw new EnvLoadError(`${init.error.name}: ${init.error.message}`);
       const { methods, changes } = readInit(init.value);
       tracker.apply(changes);
@@ -129,7 +137,8 @@ export class EnvSession implements Disposable {
     if (!out.ok) return { kind: "error", error: out.error, diff: [] };
     const v = readCall(out.value);
     const diff = this.tracker.apply(v.changes);
-    return v.error ? { kind: "error", error: v.error, diff } : { kind: "result", json: v.result, diff };
+    if (v.error) return { kind: "error", error: v.error, diff };
+    return v.text === undefined ? { kind: "result", json: v.result, diff } : { kind: "result", json: v.result, text: v.text, diff };
   }
 
   get alive(): boolean {
@@ -179,21 +188,21 @@ function readInit(v: unknown): { methods: string[]; changes: GuestChanges } {
   return { methods: o.methods, changes: readChanges(o.changes) };
 }
 
-function readCall(v: unknown): { result: string; error?: { name: string; message: string }; changes: GuestChanges } {
-  const o = v as { result?: unknown; error?: { name?: unknown; message?: unknown }; changes?: unknown } | null;
+function readCall(v: unknown): { result: string; text?: string; error?: { name: string; message: string }; changes: GuestChanges } {
+  const o = v as { result?: unknown; text?: unknown; error?: { name?: unknown; message?: unknown }; changes?: unknown } | null;
   if (o === null || typeof o !== "object") throw invalid("call report");
   const changes = readChanges(o.changes);
   if (o.error !== undefined) {
     if (o.error === null || typeof o.error !== "object" || !isStr(o.error.name) || !isStr(o.error.message)) throw invalid("call report");
     return { result: "null", error: { name: o.error.name, message: o.error.message }, changes };
   }
-  if (!isStr(o.result)) throw invalid("tool result");
+  if (!isStr(o.result) || (o.text !== undefined && !isStr(o.text))) throw invalid("tool result");
   try {
     JSON.parse(o.result);
   } catch {
     throw invalid("tool result");
   }
-  return { result: o.result, changes };
+  return o.text === undefined ? { result: o.result, changes } : { result: o.result, text: o.text as string, changes };
 }
 
 export { SandboxFault };

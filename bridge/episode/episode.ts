@@ -339,7 +339,8 @@ export class Episode {
     info.diff.push(...out.diff);
     if (out.kind === "error") return reject("tool_exception", `${call.name} raised ${out.error.name}: ${out.error.message}`);
     record.result = JSON.parse(out.json);
-    return { tool_call_id: call.id, name: call.name, content: out.json, ok: true };
+    // python-format envs show the agent Python's text (a string verbatim, else json.dumps)
+    return { tool_call_id: call.id, name: call.name, content: out.text ?? out.json, ok: true };
   }
 
   /** Ends the episode on the client's request (evaluation harnesses, `envscaler check`) and scores it. */

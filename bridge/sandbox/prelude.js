@@ -193,7 +193,7 @@
     if (own(coll.deleted, id)) return undefined;
     const text = hostRead("get", coll.name, id);
     if (text === undefined) return undefined;
-    const value = JSONParse(text);
+    const value = parseStateText(text); // python-format envs: see usePythonValues
     coll.loaded[id] = value;
     return value;
   }
@@ -286,12 +286,29 @@
     return coll;
   }
 
+  //// observation_format "python": the Py layer (python-values.js) reads state and renders results ////
+
+  // null for "json" envs. The host binds the layer to a frozen, non-configurable global `Py` before
+  // the env source runs, so what init finds there is the layer itself.
+  let pyValues = null;
+  function usePythonValues(format) {
+    if (format !== "python") return;
+    const py = G.Py;
+    if (py === null || typeof py !== "object" || typeof py.parse !== "function" || typeof py.observation !== "function") fail("observation_format python needs the Py layer");
+    pyValues = py;
+  }
+  function parseStateText(text) { return pyValues === null ? JSONParse(text) : pyValues.parse(text); }
+  /** A detached copy of a value whose JSON is `json` (python envs: keeping dict order and float boxes). */
+  function copyOf(value, json) { return pyValues === null ? JSONParse(json) : pyValues.copy(unwrap(value)); }
+  /** The text the agent reads: python envs render it here, where dict order and float boxes still exist. */
+  function observationText(result) { return pyValues === null ? undefined : pyValues.observation(result === undefined ? null : result); }
+
   function buildState(layout) {
     // layout: { keys: [top-level keys in order], collections: [names], values: {key: json} }
     const state = {};
     for (const key of layout.keys) {
       if (layout.collections.indexOf(key) >= 0) state[key] = makeCollection(key).proxy;
-      else state[key] = JSONParse(layout.values[key]);
+      else state[key] = parseStateText(layout.values[key]);
     }
     return state;
   }
@@ -334,7 +351,7 @@
   function reportRecord(coll, key, id, records) {
     const json = recordJson(coll, id);
     push(records, [key, id, json]);
-    if (json !== null && own(coll.hot, id)) coll.loaded[id] = JSONParse(json);
+    if (json !== null && own(coll.hot, id)) coll.loaded[id] = copyOf(coll.loaded[id], json);
   }
 
   // Reports every record written since the last report, with its current JSON (null = deleted),
@@ -371,7 +388,7 @@
       if (isObject && isPlain(v) && (!whas(toRaw, v) || (prev !== null && prev.value === v && prev.tracked))) {
         tracked = true;
         if (!(prev !== null && prev.value === v) || own(TOP.hot, key)) {
-          value = wrap(JSONParse(json), TOP, key);
+          value = wrap(copyOf(v, json), TOP, key);
           instance[key] = value;
         }
       }
@@ -416,8 +433,9 @@
   const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
   const envOps = {
-    init(className, layoutJson) {
+    init(className, layoutJson, optionsJson) {
       if (typeof className !== "string" || !identifier.test(className)) fail("invalid class name");
+      if (optionsJson !== undefined) usePythonValues(JSONParse(optionsJson).observation_format);
       const Cls = indirectEval(className);
       if (typeof Cls !== "function") fail("class " + className + " is not defined by the env source");
       const layout = JSONParse(layoutJson);
@@ -445,12 +463,13 @@
         threw = errorInfo(e);
       }
       let resultJson = null;
+      let text;
       if (threw === null) {
-        try { resultJson = JSONStringify(result === undefined ? null : result); }
+        try { resultJson = JSONStringify(result === undefined ? null : result); text = observationText(result); }
         catch (e) { threw = errorInfo(e); threw.message = "the tool's return value is not JSON: " + threw.message; }
       }
       const changes = collectChanges();
-      return threw === null ? { result: resultJson, changes } : { error: threw, changes };
+      return threw === null ? { result: resultJson, text, changes } : { error: threw, changes };
     },
     methods() { return methodNames(instance); },
     configure,

@@ -19,6 +19,8 @@ export interface ServerLimits {
   maxInFlight: number;
   /** Sessions unused this long are closed. @unit seconds @default 600 */
   idleTimeoutS: number;
+  /** Sessions one client connection may hold; default: all of them (a trainer owns its bridge). */
+  maxSessionsPerClient?: number;
 }
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = { maxFrameBytes: 8 << 20, maxSessions: 1024, maxInFlight: 4096, idleTimeoutS: 600 };
@@ -63,7 +65,13 @@ export class BridgeServer {
   private inFlight = 0;
   private idle: (() => void) | null = null;
   private stopping = false;
-  private readonly counters = { requests: 0, errors: 0 };
+  private readonly counters = { requests: 0, errors: 0, retries: 0 };
+  /**
+   * Recent requests that change something, by (connection identity, request id): a request sent
+   * again with the same id (a client retrying after a timeout) gets the first one's reply, awaited
+   * if it is still running, and never runs twice. Bounded in count and age.
+   */
+  private readonly recent = new Map<string, { op: string; at: number; reply: Promise<Result> }>();
   endpoint = "";
 
   constructor(private readonly options: BridgeServerOptions) {
@@ -71,7 +79,7 @@ export class BridgeServer {
     this.limits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
     this.runtime = options.runtime;
     this.log = options.logger;
-    this.sessions = new SessionTable(this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions);
+    this.sessions = new SessionTable(this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions, this.limits.maxSessionsPerClient ?? this.limits.maxSessions);
     this.socket.maxMessageSize = this.limits.maxFrameBytes;
     // a ROUTER silently drops a reply when the peer's queue is at its high-water mark; replies are
     // already bounded by max_in_flight, so queue them all rather than lose any
@@ -149,24 +157,47 @@ export class BridgeServer {
     if (typeof r.op !== "string" || !OPS.includes(r.op as never)) return fail(id, { code: "unknown_op", message: `unknown op ${JSON.stringify(r.op ?? null)}; ops: ${OPS.join(", ")}` });
     const parsed = Request.safeParse(raw);
     if (!parsed.success) return fail(id, { code: "bad_request", message: parsed.error.issues.map((i) => `${i.path.join(".") || "request"}: ${i.message}`).join("; ") });
+    const key = RETRIED_OPS.has(parsed.data.op) && id !== null ? `${identity.toString("hex")}\u0000${typeof id}:${id}` : null;
+    const prior = key === null ? undefined : this.recent.get(key);
+    if (prior) {
+      if (prior.op !== parsed.data.op) return fail(id, { code: "bad_request", message: `request id ${JSON.stringify(id)} was already used for a ${prior.op} on this connection; ids identify retries` });
+      this.counters.retries++;
+      return reply(await prior.reply);
+    }
     if (this.stopping) return fail(id, { code: "shutting_down", message: `replica ${this.replica} is shutting down` });
     if (this.inFlight >= this.limits.maxInFlight) return fail(id, { code: "overloaded", message: `replica ${this.replica} is serving ${this.inFlight} requests; retry later` });
 
     this.inFlight++;
+    let settle!: (message: Result) => void;
+    if (key !== null) this.remember(key, parsed.data.op, new Promise<Result>((r) => (settle = r)));
+    let message: Result;
     try {
-      const result = await this.handle(parsed.data);
-      reply({ v: PROTOCOL_VERSION, id, ok: true, result });
+      const result = await this.handle(parsed.data, identity.toString("hex"));
+      message = { v: PROTOCOL_VERSION, id, ok: true, result };
     } catch (e) {
       const error = errorBody(e);
       if (error.code === "internal_error") this.log.error({ err: e, op: parsed.data.op }, "request failed");
-      fail(id, error);
+      this.counters.errors++;
+      message = { v: PROTOCOL_VERSION, id: id ?? null, ok: false, error };
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) this.idle?.();
     }
+    settle?.(message);
+    reply(message);
   }
 
-  private async handle(req: Request): Promise<Result> {
+  private remember(key: string, op: string, reply: Promise<Result>): void {
+    const now = Date.now();
+    this.recent.set(key, { op, at: now, reply });
+    // oldest first (insertion order): drop what is too old or beyond the count
+    for (const [k, v] of this.recent) {
+      if (this.recent.size <= RETRY_MEMORY && now - v.at < RETRY_MEMORY_MS) break;
+      this.recent.delete(k);
+    }
+  }
+
+  private async handle(req: Request, client: string): Promise<Result> {
     switch (req.op) {
       case "hello":
         return {
@@ -175,7 +206,7 @@ export class BridgeServer {
           server_version: SERVER_VERSION,
           replica: this.replica,
           instance: this.instance,
-          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions },
+          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions, max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions },
           ops: [...OPS],
         };
       case "list_envs":
@@ -199,7 +230,7 @@ export class BridgeServer {
         };
       }
       case "reset":
-        return this.reset(req.scenario_id, req.seed, req.session_id);
+        return this.reset(req.scenario_id, req.seed, req.session_id, client);
       case "step":
         return this.onSession(req.session_id, (s) => this.runtime.step(needEpisode(s), req.action) as unknown as Promise<Result>);
       case "step_batch": {
@@ -243,9 +274,9 @@ export class BridgeServer {
       case "fork":
         if (req.session_id !== undefined) {
           const from = req.session_id;
-          return this.onSession(from, (src) => this.forkInto({ episode_id: needEpisode(src) }, { session_id: from }));
+          return this.onSession(from, (src) => this.forkInto({ episode_id: needEpisode(src) }, { session_id: from }, client));
         }
-        return this.forkInto({ snapshot_id: req.snapshot_id! }, { snapshot_id: req.snapshot_id! });
+        return this.forkInto({ snapshot_id: req.snapshot_id! }, { snapshot_id: req.snapshot_id! }, client);
       case "restore":
         return this.onSession(req.session_id, async (s) => {
           const r = await this.runtime.restoreSnapshot(needEpisode(s), req.snapshot_id);
@@ -262,6 +293,7 @@ export class BridgeServer {
           sessions: this.sessions.size,
           requests: this.counters.requests,
           errors: this.counters.errors,
+          retries: this.counters.retries,
           in_flight: this.inFlight - 1, // not counting this request
           hard_stops: rt.hard_stops,
           restored: rt.restored,
@@ -269,15 +301,16 @@ export class BridgeServer {
           workers: rt.workers,
           snapshots: rt.snapshots,
           snapshot_bytes: rt.snapshot_bytes,
+          quarantined: rt.quarantined,
         };
       }
     }
   }
 
-  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined): Promise<Result> {
+  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string): Promise<Result> {
     if (!this.runtime.registry.scenario(scenarioId)) throw new ProtocolError("unknown_scenario", `no scenario ${scenarioId}`);
     if (sessionId === undefined) {
-      const s = this.sessions.open();
+      const s = this.sessions.open(client);
       try {
         return await this.onSession(s.id, (sess) => this.startEpisode(sess, scenarioId, seed));
       } catch (e) {
@@ -296,8 +329,8 @@ export class BridgeServer {
   }
 
   /** Opens a session whose episode is a fork of a live episode or of a snapshot. */
-  private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }): Promise<Result> {
-    const s = this.sessions.open();
+  private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }, client: string): Promise<Result> {
+    const s = this.sessions.open(client);
     try {
       const r = await this.runtime.fork(source);
       s.episodeId = r.episode_id;
@@ -380,6 +413,12 @@ export class BridgeServer {
     await this.loop;
   }
 }
+
+/** Ops whose repetition must not run twice (docs/protocol.md §3, retries). */
+const RETRIED_OPS = new Set(["reset", "step", "step_batch", "finish", "close", "snapshot", "fork", "restore", "drop_snapshot"]);
+/** How many recent replies a replica keeps for retries, and for how long. */
+const RETRY_MEMORY = 4096;
+const RETRY_MEMORY_MS = 5 * 60_000;
 
 function needEpisode(s: Session): string {
   if (!s.episodeId) throw new ProtocolError("episode_done", `session ${s.id} has no episode (its last reset failed); reset it`);

@@ -9,6 +9,8 @@ export interface Session {
   /** Requests on one session run one at a time, in arrival order. */
   tail: Promise<unknown>;
   busy: number;
+  /** The connection (ZeroMQ routing identity) that opened it: sessions per client are bounded. */
+  owner: string;
 }
 
 const TOMBSTONES = 100_000;
@@ -21,6 +23,7 @@ const TOMBSTONES = 100_000;
 export class SessionTable {
   private readonly sessions = new Map<string, Session>();
   private readonly tombstones = new Map<string, string>();
+  private readonly perOwner = new Map<string, number>();
   private readonly prefix: string;
 
   constructor(
@@ -28,6 +31,7 @@ export class SessionTable {
     private readonly instance: string,
     private readonly previousInstances: readonly string[],
     private readonly maxSessions: number,
+    private readonly maxPerClient: number = maxSessions,
   ) {
     this.prefix = `s-${replica}-${instance}-`;
   }
@@ -36,10 +40,13 @@ export class SessionTable {
     return this.sessions.size;
   }
 
-  open(): Session {
-    if (this.sessions.size >= this.maxSessions) throw new ProtocolError("too_many_sessions", `this replica holds its limit of ${this.maxSessions} sessions; close some`);
-    const s: Session = { id: this.prefix + randomBytes(16).toString("hex"), episodeId: null, lastUsed: Date.now(), tail: Promise.resolve(), busy: 0 };
+  open(owner = ""): Session {
+    if (this.sessions.size >= this.maxSessions) throw new ProtocolError("too_many_sessions", `this replica holds its limit of ${this.maxSessions} sessions (max_sessions); close some`);
+    const held = this.perOwner.get(owner) ?? 0;
+    if (held >= this.maxPerClient) throw new ProtocolError("too_many_sessions", `this client holds its limit of ${this.maxPerClient} sessions on this replica (max_sessions_per_client); close some`);
+    const s: Session = { id: this.prefix + randomBytes(16).toString("hex"), episodeId: null, lastUsed: Date.now(), tail: Promise.resolve(), busy: 0, owner };
     this.sessions.set(s.id, s);
+    this.perOwner.set(owner, held + 1);
     return s;
   }
 
@@ -63,6 +70,9 @@ export class SessionTable {
     const s = this.sessions.get(id);
     if (!s) return undefined;
     this.sessions.delete(id);
+    const held = (this.perOwner.get(s.owner) ?? 1) - 1;
+    if (held > 0) this.perOwner.set(s.owner, held);
+    else this.perOwner.delete(s.owner);
     this.tombstones.set(id, why);
     if (this.tombstones.size > TOMBSTONES) this.tombstones.delete(this.tombstones.keys().next().value!);
     return s;

@@ -1,3 +1,4 @@
+import { compactJsonText, jsonObjectEntries } from "./json-object-entries.js";
 import { collectionEntry, recordEntry, StateHash, valueEntry } from "./state-hash.js";
 
 /** How the guest should build a state: which top-level keys are lazily loaded collections. */
@@ -16,6 +17,16 @@ interface Collection {
 
 export type JsonObject = Record<string, unknown>;
 
+/**
+ * A python-format env's state as its file wrote it (see StateBase.fromStateText): the text of each
+ * record and top-level value, which the guest reads instead of the normalised JSON so that dict
+ * order and 46.0-style floats survive. Hashes, diffs and checks keep using the normalised JSON.
+ */
+interface PythonTexts {
+  records: Map<string, Map<string, string>>;
+  values: Map<string, string>;
+}
+
 function isPlainObject(v: unknown): v is JsonObject {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
@@ -27,6 +38,8 @@ function isPlainObject(v: unknown): v is JsonObject {
  */
 export class StateBase {
   private hashCache: StateHash | undefined;
+  /** Set by fromStateText (python-format envs): what the guest reads. */
+  private python: PythonTexts | undefined;
 
   private constructor(
     readonly keys: string[],
@@ -52,6 +65,51 @@ export class StateBase {
   }
 
   /**
+   * For python-format envs: the same base as fromState, but collections list their ids in the
+   * order the text writes them (not JS's integer-like-keys-first order), and the guest is given
+   * each record's own text, which it reads with Py.parse (bridge/sandbox/python-values.js).
+   */
+  static fromStateText(text: string): StateBase {
+    const base = StateBase.fromState(JSON.parse(text) as JsonObject);
+    const python: PythonTexts = { records: new Map(), values: new Map() };
+    const top = jsonObjectEntries(text);
+    base.keys.splice(0, base.keys.length, ...top.map(([key]) => key));
+    for (const [key, valueText] of top) {
+      const c = base.collections.get(key);
+      if (!c) {
+        python.values.set(key, valueText);
+        continue;
+      }
+      const records = new Map(jsonObjectEntries(valueText));
+      c.ids = [...records.keys()];
+      // the normalised texts in the file's key order: what the guest reports for an unread-or-unchanged record
+      for (const [id, recordText] of records) c.records.set(id, compactJsonText(recordText));
+      python.records.set(key, records);
+    }
+    base.python = python;
+    return base;
+  }
+
+  /** withOverrides keeps the python texts of what it does not override. */
+  private static withPythonTexts(base: StateBase, from: PythonTexts | undefined, overrides: JsonObject): StateBase {
+    if (!from) return base;
+    const python: PythonTexts = { records: new Map(from.records), values: new Map(from.values) };
+    for (const [key, change] of Object.entries(overrides)) {
+      python.values.delete(key);
+      const recs = python.records.get(key);
+      if (!recs) continue;
+      if (!isPlainObject(change) || !base.collections.has(key) || !from.records.has(key)) python.records.delete(key);
+      else {
+        const kept = new Map(recs);
+        for (const id of Object.keys(change)) kept.delete(id);
+        python.records.set(key, kept);
+      }
+    }
+    base.python = python;
+    return base;
+  }
+
+  /**
    * A new base with record-level overrides: `{users: {u1: {...}, u2: null}}` replaces u1 and deletes
    * u2; a non-object top-level value replaces that key. Untouched records are shared, not copied.
    */
@@ -68,7 +126,7 @@ export class StateBase {
           if (record === null) records.delete(id);
           else records.set(id, JSON.stringify(record));
         }
-        collections.set(key, { ids: [...records.keys()], records });
+        collections.set(key, { ids: [...existing.ids.filter((id) => records.has(id)), ...[...records.keys()].filter((id) => !existing.records.has(id))], records });
       } else if (isPlainObject(change)) {
         values.delete(key);
         const records = new Map(Object.entries(change).map(([id, r]) => [id, JSON.stringify(r)] as [string, string]));
@@ -78,11 +136,14 @@ export class StateBase {
         values.set(key, JSON.stringify(change ?? null));
       }
     }
-    return new StateBase(keys, collections, values);
+    return StateBase.withPythonTexts(new StateBase(keys, collections, values), this.python, overrides);
   }
 
   layout(): StateLayout {
-    return { keys: this.keys, collections: [...this.collections.keys()], values: Object.fromEntries(this.values) };
+    const values = Object.fromEntries(this.values);
+    // python-format envs: the guest parses the values as their text wrote them
+    if (this.python) for (const [key, text] of this.python.values) if (key in values) values[key] = text;
+    return { keys: this.keys, collections: [...this.collections.keys()], values };
   }
 
   isCollection(key: string): boolean {
@@ -110,7 +171,7 @@ export class StateBase {
 
   /** Answers the guest's lazy reads (see HostRead). */
   read(op: string, collection: string, id: string): string | undefined {
-    if (op === "get") return this.record(collection, id);
+    if (op === "get") return this.python?.records.get(collection)?.get(id) ?? this.record(collection, id);
     if (op === "keys") return this.idsJson(collection);
     if (op === "has") return this.collections.get(collection)?.records.has(id) ? "1" : "0";
     return undefined;

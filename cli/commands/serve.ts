@@ -13,6 +13,7 @@ interface ServeArgs {
   curve: boolean;
   curveAllow?: string;
   maxSessions: number;
+  maxSessionsPerClient?: number;
   idleTimeout: number;
   maxFrameBytes: number;
   maxInFlight: number;
@@ -42,6 +43,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("curve", { type: "boolean", default: false, describe: "require CurveZMQ even on loopback (always on for other addresses)" })
       .option("curve-allow", { type: "string", describe: "file of extra allowed client public keys (Z85), one per line" })
       .option("max-sessions", { type: "number", default: 1024, describe: "open sessions per replica" })
+      .option("max-sessions-per-client", { type: "number", describe: "sessions one client connection may hold on a replica (default: --max-sessions); a bridge shared by several trainers sets it lower" })
       .option("idle-timeout", { type: "number", default: 600, describe: "close sessions unused this many seconds" })
       .option("max-frame-bytes", { type: "number", default: 8 << 20, describe: "largest request frame" })
       .option("max-in-flight", { type: "number", default: 4096, describe: "requests one replica serves at once; more get `overloaded`" })
@@ -68,7 +70,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       connectionFile: args.connectionFile,
       curve: args.curve,
       curveAllow: allow,
-      limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxFrameBytes: args.maxFrameBytes, maxInFlight: args.maxInFlight },
+      limits: { maxSessions: args.maxSessions, maxSessionsPerClient: args.maxSessionsPerClient, idleTimeoutS: args.idleTimeout, maxFrameBytes: args.maxFrameBytes, maxInFlight: args.maxInFlight },
       maxRestartsPerMinute: args.maxRestartsPerMinute,
       hardStopGraceMs: args.hardStopGraceMs,
       episodeLimits: {

@@ -46,8 +46,10 @@
  *   would ("Error: BookReservation.invoke() missing 1 required positional argument: 'insurance'").
  * - calculate: str(round(float(eval(expression)), 2)) re-implemented without eval (see the helper
  *   block): Python int/float/complex arithmetic, ** and //, Python's error texts and float repr.
- * Not reproducible from JSON: Python tells 150 from 150.0, JSON.parse does not, so integral numbers
- * are printed as Python ints ("with amount 150."); sum() adds left to right as CPython <= 3.11 does.
+ * - The bundle runs with observation_format "python": the agent reads a string result as is and
+ *   anything else as json.dumps text, with the data files' dict order and floats (see TauPy).
+ * Not carried: tool arguments arrive as JSON values, so an argument 150.0 is the int 150 here
+ * ("with amount 150."); sum() adds left to right as CPython <= 3.11 does.
  */
 // Python semantics: TauPy, from tau-python.js (the importer writes it into the bundle's env.js
 // ahead of this class).

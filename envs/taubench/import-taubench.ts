@@ -42,9 +42,19 @@ export function importTaubench(from: string, out: string, domains: TaubenchDomai
     const envId = `taubench-${domain}-v1`;
     const dir = join(out, `taubench-${domain}`);
     mkdirSync(dir, { recursive: true });
-    const state: Record<string, unknown> = {};
-    for (const t of spec.tables) state[t] = readJson(join(src, "data", `${t}.json`));
-    writeFileSync(join(dir, "state.json"), JSON.stringify(state));
+    // the data files' own text, not JSON.stringify(JSON.parse(...)): that would list integer-like
+    // keys (product and variant ids) first and ascending, and write 46.0 as 46
+    const tables = spec.tables.map((t) => {
+      const file = join(src, "data", `${t}.json`);
+      const text = readFileSync(file, "utf8");
+      try {
+        JSON.parse(text);
+      } catch (e) {
+        throw new Error(`${file} is not valid JSON: ${(e as Error).message}`);
+      }
+      return `${JSON.stringify(t)}: ${text.trim()}`;
+    });
+    writeFileSync(join(dir, "state.json"), `{${tables.join(",\n")}}\n`);
     writeFileSync(join(dir, "env.js"), taubenchSource(domain));
     const manifest = {
       format: "envscaler.env/v1",
@@ -56,6 +66,8 @@ export function importTaubench(from: string, out: string, domains: TaubenchDomai
       source_file: "env.js",
       tools: readJson<unknown[]>(join(src, "tools.json")),
       terminating_tools: ["transfer_to_human_agents"],
+      // tau-bench's tools return str: json.dumps(...) or a message; the agent reads that text
+      observation_format: "python",
       max_steps: 30,
       default_state_file: "state.json",
       limits: { memory_mb: 512, call_timeout_ms: 5000 },

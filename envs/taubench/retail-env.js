@@ -42,8 +42,11 @@
  * - calculate: str(round(float(eval(expression)), 2)) re-implemented without eval (see the
  *   helper block): Python int/float/complex arithmetic, ** and //, Python's error texts, Python's
  *   float repr ("1e+16", "1e-05", "0.1").
- * Not reproducible from JSON: Python tells 5 from 5.0, JSON.parse does not, so numbers that are
- * integral are printed as Python ints in error strings.
+ * - The bundle runs with observation_format "python": the agent reads a string result as is and
+ *   anything else as json.dumps text; the data's 46.0-style floats and its dict order (variant ids
+ *   are integer-like keys) are kept, and arithmetic on prices and balances goes through
+ *   TauPy.arith/abs/round2 so that a float result stays a float (a 0.0 refund, a 97.0 balance).
+ * Not carried: tool arguments arrive as JSON values, so an argument 5.0 is the int 5 here.
  */
 // Python semantics: TauPy, from tau-python.js (the importer writes it into the bundle's env.js
 // ahead of this class).
@@ -76,7 +79,7 @@ class TauRetailEnv {
         refunds.push(refund);
         if (P.contains(payment_id, "gift_card")) {
           const payment_method = P.get(P.get(P.get(this.users, P.get(order, "user_id")), "payment_methods"), payment_id);
-          payment_method.balance = P.get(payment_method, "balance") + P.get(payment, "amount");
+          payment_method.balance = P.arith("+", P.get(payment_method, "balance"), P.get(payment, "amount"));
           payment_method.balance = P.round2(payment_method.balance);
         }
       }
@@ -120,7 +123,7 @@ class TauRetailEnv {
         }
         const old_price = P.get(item, "price");
         const new_price = P.get(P.get(variants, new_item_id), "price");
-        diff_price += new_price - old_price;
+        diff_price = P.arith("+", diff_price, P.arith("-", new_price, old_price));
       }
       diff_price = P.round2(diff_price);
 
@@ -264,7 +267,7 @@ class TauRetailEnv {
         }
         const old_price = P.get(item, "price");
         const new_price = P.get(P.get(variants, new_item_id), "price");
-        diff_price += new_price - old_price;
+        diff_price = P.arith("+", diff_price, P.arith("-", new_price, old_price));
       }
 
       const payment_methods = P.get(P.get(users, P.get(order, "user_id")), "payment_methods");
@@ -275,12 +278,12 @@ class TauRetailEnv {
       }
 
       P.get(order, "payment_history").push({
-        transaction_type: diff_price > 0 ? "payment" : "refund",
-        amount: Math.abs(diff_price),
+        transaction_type: P.lt(0, diff_price) ? "payment" : "refund",
+        amount: P.abs(diff_price),
         payment_method_id: payment_method_id,
       });
       if (P.get(payment_method, "source") === "gift_card") {
-        payment_method.balance = P.get(payment_method, "balance") - diff_price;
+        payment_method.balance = P.arith("-", P.get(payment_method, "balance"), diff_price);
         payment_method.balance = P.round2(payment_method.balance);
       }
 
@@ -331,14 +334,14 @@ class TauRetailEnv {
       );
 
       if (P.get(payment_method, "source") === "gift_card") {
-        payment_method.balance = P.get(payment_method, "balance") - amount;
+        payment_method.balance = P.arith("-", P.get(payment_method, "balance"), amount);
         payment_method.balance = P.round2(payment_method.balance);
       }
 
       const first_id = P.get(P.get(history, 0), "payment_method_id");
       if (P.contains(first_id, "gift_card")) {
         const old_payment_method = P.get(payment_methods, first_id);
-        old_payment_method.balance = P.get(old_payment_method, "balance") + amount;
+        old_payment_method.balance = P.arith("+", P.get(old_payment_method, "balance"), amount);
         old_payment_method.balance = P.round2(old_payment_method.balance);
       }
       return P.clone(order);

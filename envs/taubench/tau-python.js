@@ -14,9 +14,26 @@
  * - calculate(): str(round(float(eval(expression)), 2)) without eval: a faithful subset of
  *   CPython 3.11 (tokenizer, parser limits such as 200 nested parentheses, int/float/complex
  *   arithmetic with ** and //, and CPython's error texts).
+ * - Floats: the ports run with observation_format "python", so the state holds Python's values as
+ *   the global `Py` layer (bridge/sandbox/python-values.js) reads them: a float with an integral
+ *   value (46.0) is a box, dicts keep insertion order. Everything here accepts boxes; arith, abs
+ *   and round2 give float results where Python does (46.0 - 46.0 is 0.0, not 0), and clone keeps
+ *   order and boxes, so json.dumps of a result is the original's text.
  */
 const TauPy = (function () {
   "use strict";
+  // The Py layer when the env runs with observation_format "python", as the importer writes the
+  // bundles; otherwise a JSON-only stand-in (no float boxes, JS key order, JSON-quoted strings),
+  // which behaves as the ports did before the layer existed.
+  const Values =
+    typeof Py === "object" && Py !== null
+      ? Py
+      : {
+          isFloat: (v) => typeof v === "number" && !Number.isInteger(v),
+          num: (v) => v,
+          float: (x) => x,
+          copy: (v) => (v === undefined ? null : JSON.parse(JSON.stringify(v))),
+        };
   const hasOwn = Object.prototype.hasOwnProperty;
 
   /** An exception carrying the text Python's str(exception) would give. */
@@ -28,8 +45,13 @@ const TauPy = (function () {
     return new PyError(message);
   }
 
+  /** A float box (see Values.float): an object to JS, a float to Python. */
+  const isBox = (v) => v !== null && typeof v === "object" && Values.isFloat(v);
+  const isNum = (v) => typeof v === "number" || typeof v === "boolean" || isBox(v);
+
   function typeName(v) {
     if (v === null || v === undefined) return "NoneType";
+    if (isBox(v)) return "float";
     if (typeof v === "boolean") return "bool";
     if (typeof v === "number") return Number.isInteger(v) ? "int" : "float";
     if (typeof v === "string") return "str";
@@ -81,6 +103,7 @@ const TauPy = (function () {
 
   /** A JSON number printed as Python would print it (integral values as Python ints). */
   function numStr(x) {
+    if (isBox(x)) return floatRepr(Values.num(x));
     if (Number.isInteger(x)) return Math.abs(x) < 1e21 ? String(x) : BigInt(x).toString();
     return floatRepr(x);
   }
@@ -107,7 +130,7 @@ const TauPy = (function () {
     if (v === null || v === undefined) return "None";
     if (v === true) return "True";
     if (v === false) return "False";
-    if (typeof v === "number") return numStr(v);
+    if (typeof v === "number" || isBox(v)) return numStr(v);
     if (typeof v === "string") return strRepr(v);
     if (Array.isArray(v)) return "[" + v.map(repr).join(", ") + "]";
     return "{" + Object.keys(v).map((k) => strRepr(k) + ": " + repr(v[k])).join(", ") + "}";
@@ -126,7 +149,11 @@ const TauPy = (function () {
    * it breaks ties away from zero, so ties are handled separately.
    */
   function round2(x) {
-    if (typeof x !== "number") throw err("type " + typeName(x) + " doesn't define __round__ method");
+    if (typeof x !== "number" && !isBox(x)) throw err("type " + typeName(x) + " doesn't define __round__ method");
+    // round() of a float is a float (round(97.0, 2) is 97.0), of an int an int
+    return Values.isFloat(x) ? Values.float(round2Number(Values.num(x))) : x;
+  }
+  function round2Number(x) {
     if (!isFinite(x) || Number.isInteger(x)) return x;
     const t = x * 8; // exact
     if (Number.isInteger(t) && Math.abs(t % 2) === 1) {
@@ -149,7 +176,7 @@ const TauPy = (function () {
 
   /** Python d[k]. */
   function get(d, k) {
-    if (d === null || d === undefined || typeof d === "number" || typeof d === "boolean") {
+    if (d === null || d === undefined || typeof d === "number" || typeof d === "boolean" || isBox(d)) {
       throw err("'" + typeName(d) + "' object is not subscriptable");
     }
     if (typeof d === "string" || Array.isArray(d)) {
@@ -170,6 +197,7 @@ const TauPy = (function () {
 
   /** Python iteration over a value (list: items, str: characters, dict: keys). */
   function iter(v) {
+    if (isBox(v)) throw err("'float' object is not iterable");
     if (Array.isArray(v)) return v;
     if (typeof v === "string") return Array.from(v);
     if (v !== null && typeof v === "object") return Object.keys(v);
@@ -178,6 +206,7 @@ const TauPy = (function () {
 
   /** Python len(). */
   function len(v) {
+    if (isBox(v)) throw err("object of type 'float' has no len()");
     if (Array.isArray(v)) return v.length;
     if (typeof v === "string") return Array.from(v).length;
     if (v !== null && typeof v === "object") return Object.keys(v).length;
@@ -186,6 +215,8 @@ const TauPy = (function () {
 
   /** Python ==, for the JSON values the tools compare. */
   function eq(a, b) {
+    a = Values.num(a);
+    b = Values.num(b);
     if (a === b) return true;
     if (a === null || b === null || typeof a !== "object" || typeof b !== "object") {
       // bool is an int subclass in Python
@@ -226,6 +257,7 @@ const TauPy = (function () {
 
   /** Python truthiness. */
   function truthy(v) {
+    if (isBox(v)) return Values.num(v) !== 0;
     if (Array.isArray(v)) return v.length > 0;
     if (v !== null && typeof v === "object") return Object.keys(v).length > 0;
     return !!v;
@@ -255,19 +287,24 @@ const TauPy = (function () {
   /** Python a < b for the JSON values the tools compare. */
   function lt(a, b) {
     if (typeof a === "string" && typeof b === "string") return cmpStr(a, b) < 0;
-    const na = typeof a === "number" || typeof a === "boolean";
-    const nb = typeof b === "number" || typeof b === "boolean";
-    if (na && nb) return Number(a) < Number(b);
+    if (isNum(a) && isNum(b)) return Number(Values.num(a)) < Number(Values.num(b));
     throw err("'<' not supported between instances of '" + typeName(a) + "' and '" + typeName(b) + "'");
   }
 
-  /** Python a + b, a - b, a * b for numbers (bool is an int); TypeError for other operands. */
+  /** Python a + b, a - b, a * b for numbers (bool is an int; a float operand makes a float); TypeError for other operands. */
   function arith(op, a, b) {
-    const ok = (x) => typeof x === "number" || typeof x === "boolean";
-    if (!ok(a) || !ok(b)) throw err("unsupported operand type(s) for " + op + ": '" + typeName(a) + "' and '" + typeName(b) + "'");
-    const x = Number(a);
-    const y = Number(b);
-    return op === "+" ? x + y : op === "-" ? x - y : x * y;
+    if (!isNum(a) || !isNum(b)) throw err("unsupported operand type(s) for " + op + ": '" + typeName(a) + "' and '" + typeName(b) + "'");
+    const x = Number(Values.num(a));
+    const y = Number(Values.num(b));
+    const r = op === "+" ? x + y : op === "-" ? x - y : x * y;
+    return Values.isFloat(a) || Values.isFloat(b) ? Values.float(r) : r;
+  }
+
+  /** Python abs() of a number (a float stays a float). */
+  function abs(a) {
+    if (!isNum(a)) throw err("bad operand type for abs(): '" + typeName(a) + "'");
+    const r = Math.abs(Number(Values.num(a)));
+    return Values.isFloat(a) ? Values.float(r) : r;
   }
 
   /** Python sorted() of a list of str (or of numbers). Stable, like Python's. */
@@ -279,9 +316,9 @@ const TauPy = (function () {
       .map((p) => p[0]);
   }
 
-  /** A deep copy of a JSON value (json.dumps takes a snapshot; copy.deepcopy copies). */
+  /** A deep copy of a JSON value (json.dumps takes a snapshot; copy.deepcopy copies), keeping dict order and floats. */
   function clone(v) {
-    return v === undefined ? null : JSON.parse(JSON.stringify(v));
+    return Values.copy(v);
   }
 
   /** The first element of a list, or Python's IndexError. */
@@ -1142,7 +1179,7 @@ const TauPy = (function () {
         throw e;
       }
       if (tree.d > 2985) return "Error: maximum recursion depth exceeded during compilation";
-      return floatRepr(round2(toFloat(evaluate(tree))));
+      return floatRepr(round2Number(toFloat(evaluate(tree))));
     } catch (e) {
       if (e instanceof PyError) return "Error: " + e.message;
       throw e;
@@ -1170,6 +1207,7 @@ const TauPy = (function () {
     cmpStr,
     lt,
     arith,
+    abs,
     sorted,
     clone,
     first,

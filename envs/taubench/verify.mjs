@@ -2,9 +2,11 @@
 // Checks the JavaScript ports of the tau-bench tools (retail-env.js, airline-env.js) against what
 // the original Python tools produced: for every task of every tasks_*.json that has an entry in an
 // expected_*.json, the ground-truth actions are applied in order to a fresh copy of the database;
-// each tool output must equal the expected one (as a JSON value when the expected string is JSON,
-// else as a string), and the SHA-256 of the final database (the README's serialisation) must equal
-// final_state_sha256.
+// each tool output's text must equal the expected string byte for byte (the text the original
+// showed the model: a tool's string as is, which for tau-bench is json.dumps(...) or a message),
+// and the SHA-256 of the final database (the README's serialisation) must equal final_state_sha256.
+// The ports run as the bridge runs them with observation_format "python": the data files read with
+// Py.parse and each result shown as Py.observation (bridge/sandbox/python-values.js).
 //
 // Usage: node envs/taubench/verify.mjs [data folder, default /work/shared/benchmarks/taubench]
 // Exit code 0 only when every output and every hash matches.
@@ -14,6 +16,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+// the guest's Py layer, as the bridge binds it before the env source of a python-format env
+const Py = new Function(`return (\n${readFileSync(join(HERE, "..", "..", "bridge", "sandbox", "python-values.js"), "utf8")}\n);`)();
 const DATA = process.argv[2] ?? "/work/shared/benchmarks/taubench";
 const MAX_DETAILS = 5;
 
@@ -86,40 +90,11 @@ function cmpCodePoints(a, b) {
 
 const stateHash = (state) => createHash("sha256").update(canonical(state)).digest("hex");
 
-// ----- comparison ----------------------------------------------------------------------------
-
-function deepEqual(a, b) {
-  if (typeof a === "number" && typeof b === "number") return a === b || (Number.isNaN(a) && Number.isNaN(b));
-  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return a === b;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) return a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && deepEqual(a[k], b[k]));
-}
-
-/** Python's json.loads accepts NaN/Infinity; JSON.parse does not. */
-function parseExpected(s) {
-  if (typeof s !== "string") return { json: false };
-  try {
-    return { json: true, value: JSON.parse(s) };
-  } catch {
-    try {
-      const relaxed = s.replace(/\bNaN\b/g, '"__NaN__"').replace(/-Infinity\b/g, '"__-Inf__"').replace(/\bInfinity\b/g, '"__Inf__"');
-      const value = JSON.parse(relaxed, (_k, v) => (v === "__NaN__" ? NaN : v === "__Inf__" ? Infinity : v === "__-Inf__" ? -Infinity : v));
-      return { json: true, value };
-    } catch {
-      return { json: false };
-    }
-  }
-}
+// ----- comparison: text, exactly ------------------------------------------------------------
 
 function outputMatches(expected, actual) {
-  if (expected === null) return actual === null || actual === undefined;
-  const parsed = parseExpected(expected);
-  if (parsed.json && typeof actual !== "string") return deepEqual(parsed.value, actual);
-  if (typeof actual === "string") return actual === expected;
-  return false;
+  if (expected === null) return actual === null;
+  return actual === expected;
 }
 
 const show = (v, n = 300) => {
@@ -134,7 +109,7 @@ for (const domain of DOMAINS) {
   const dir = join(DATA, domain.name);
   // as the importer writes a bundle's env.js: the shared helpers, then the domain's class
   const src = `${readFileSync(join(HERE, "tau-python.js"), "utf8")}\n${readFileSync(join(HERE, domain.file), "utf8")}`;
-  const Env = new Function(`${src}; return ${domain.className};`)();
+  const Env = new Function("Py", `${src}; return ${domain.className};`)(Py);
   const dbText = {};
   for (const t of domain.tables) dbText[t] = readFileSync(join(dir, "data", `${t}.json`), "utf8");
 
@@ -157,15 +132,14 @@ for (const domain of DOMAINS) {
     if (!exp) continue;
     nTasks++;
     const state = {};
-    for (const t of domain.tables) state[t] = JSON.parse(dbText[t]);
+    for (const t of domain.tables) state[t] = Py.parse(dbText[t]);
     const env = new Env(state);
     task.actions.forEach((action, i) => {
       let out;
       if (typeof env[action.name] !== "function" || action.name === "constructor") out = null;
       else {
         try {
-          out = env[action.name](JSON.parse(JSON.stringify(action.arguments ?? {})));
-          out = out === undefined ? null : JSON.parse(JSON.stringify(out));
+          out = Py.observation(env[action.name](JSON.parse(JSON.stringify(action.arguments ?? {}))));
         } catch (e) {
           out = `<threw ${e && e.stack ? e.stack : e}>`;
         }
@@ -182,7 +156,8 @@ for (const domain of DOMAINS) {
     for (const t of domain.tables) db[t] = env[t];
     // any other enumerable field of the instance is part of the state too
     for (const k of Object.keys(env)) if (!(k in db)) db[k] = env[k];
-    const h = stateHash(db);
+    // JSON.stringify unboxes floats (toJSON); the hash's serialisation then writes integral ones as ints
+    const h = stateHash(JSON.parse(JSON.stringify(db)));
     if (h === exp.final_state_sha256) hashOk++;
     else if (details.length < MAX_DETAILS) details.push(`${task.id}: final state hash ${h} != expected ${exp.final_state_sha256}`);
   }

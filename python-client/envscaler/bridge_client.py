@@ -8,6 +8,7 @@ so a timeout never leaves the socket out of step with the bridge, unlike a REQ s
 from __future__ import annotations
 
 import itertools
+import os
 import json
 import threading
 import time
@@ -59,11 +60,15 @@ class BridgeClient:
     serialises socket use (ZeroMQ sockets are not thread-safe).
     """
 
-    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.Context | None = None) -> None:
+    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.Context | None = None, retries: int = 0) -> None:
         self.endpoint = endpoint
         self.timeout = float(timeout)
+        self.retries = int(retries)
         self._ctx = context or zmq.Context.instance()
         self._socket = self._ctx.socket(zmq.DEALER)
+        # a fixed identity survives reconnects, so the bridge recognises a retried request (same
+        # id, same identity) and answers it without running it again (docs/protocol.md §3)
+        self._socket.setsockopt(zmq.IDENTITY, b"py-" + os.urandom(12))
         self._socket.linger = 0  # close() never blocks on replies or requests nobody will read
         self.closed = False
         try:
@@ -123,12 +128,24 @@ class BridgeClient:
         with self._lock:
             self._pending.pop(rid, None)
 
-    def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+    def request(self, op: str, *, timeout: float | None = None, retries: int | None = None, **fields: Any) -> dict[str, Any]:
         """Sends ``{"v": 1, "id": n, "op": op, **fields}`` and returns the reply's ``result``.
 
+        After a timeout the same request (same id) is sent again up to ``retries`` times (default:
+        the client's); the bridge answers a repeat with the first reply and never runs it twice.
         Raises the BridgeError subclass of the reply's code, or BridgeTimeout.
         """
-        return self.collect(self.submit(op, **fields), timeout)
+        tries = (self.retries if retries is None else int(retries)) + 1
+        rid = self.submit(op, **fields)
+        for attempt in range(tries):
+            try:
+                return self.collect(rid, timeout, keep=attempt < tries - 1)
+            except BridgeTimeout:
+                if attempt == tries - 1:
+                    raise
+                with self._lock:
+                    self._socket.send(packb({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields}))
+        raise AssertionError("unreachable")
 
     def _wait(self, rid: int, timeout: float, keep: bool = False) -> dict[str, Any]:
         deadline = time.monotonic() + timeout

@@ -24,6 +24,7 @@ __all__ = [
     "UnknownOp",
     "UnknownEnv",
     "UnknownScenario",
+    "ScenarioQuarantined",
     "UnknownSession",
     "SessionClosed",
     "SessionLost",
@@ -176,6 +177,12 @@ class UnknownScenario(BridgeError):
     code = "unknown_scenario"
 
 
+class ScenarioQuarantined(BridgeError):
+    """The scenario's env kept hanging the engine; its resets are refused (the message says why)."""
+
+    code = "scenario_quarantined"
+
+
 class UnknownSession(BridgeError):
     code = "unknown_session"
 
@@ -266,6 +273,7 @@ _BY_CODE: dict[str, type[BridgeError]] = {
         UnknownOp,
         UnknownEnv,
         UnknownScenario,
+        ScenarioQuarantined,
         UnknownSession,
         SessionClosed,
         SessionLost,

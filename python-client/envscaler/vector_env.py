@@ -78,14 +78,15 @@ class EnvScalerVectorEnv(VectorEnv):
         self.clients = [BridgeClient(ep, timeout=timeout, curve=curve) for ep in eps]
         self.num_envs = int(num_envs)
         # fail now, naming the limit, rather than at the first reset: sub-envs are spread evenly
-        capacity = [int(c.hello()["limits"]["max_sessions"]) for c in self.clients]
+        limits = [c.hello()["limits"] for c in self.clients]
+        capacity = [min(int(lim["max_sessions"]), int(lim.get("max_sessions_per_client", lim["max_sessions"]))) for lim in limits]
         per_replica = -(-self.num_envs // len(eps))
         if per_replica > min(capacity):
             for c in self.clients:
                 c.close()
             raise ValueError(
                 f"num_envs={self.num_envs} over {len(eps)} replica(s) needs {per_replica} sessions per replica, "
-                f"but a replica holds at most max_sessions={min(capacity)} (serve --max-sessions, or add replicas)"
+                f"but a replica holds at most max_sessions={min(capacity)} for one client (serve --max-sessions / --max-sessions-per-client, or add replicas)"
             )
         self.replica_of = [i % len(eps) for i in range(self.num_envs)]
         self.single_observation_space = AnyText()

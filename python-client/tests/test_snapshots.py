@@ -97,3 +97,45 @@ def test_a_vector_env_beyond_the_session_limit_fails_at_construction_naming_it()
         vec = EnvScalerVectorEnv(b.endpoints, num_envs=4, scenario_ids=["notes-1"])
         vec.reset(seed=1)
         vec.close()
+
+
+def test_a_retried_request_gets_the_first_reply_and_does_not_run_twice(bridge):
+    """The same request id sent again on one connection (a retry after a timeout) is answered from the bridge's memory."""
+    import zmq
+
+    from envscaler.protocol import packb, unpackb
+
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.IDENTITY, b"py-retry-test")
+    sock.connect(bridge.endpoints[0])
+    try:
+        def ask(req):
+            sock.send(packb(req))
+            assert sock.poll(30_000)
+            return unpackb(sock.recv())
+
+        sid = ask({"v": 1, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1})["result"]["session_id"]
+        again = ask({"v": 1, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1})
+        assert again["result"]["session_id"] == sid  # no second session was opened
+        step = {"v": 1, "id": 2, "op": "step", "session_id": sid, "action": REFERENCE_ACTIONS[0]}
+        first, second = ask(step), ask(step)
+        assert first == second and first["result"]["info"]["step"] == 1
+        third = ask({**step, "id": 3})
+        assert third["result"]["info"]["step"] == 2  # the repeat did not run: this is the second step
+        reused = ask({"v": 1, "id": 3, "op": "finish", "session_id": sid})
+        assert reused["ok"] is False and reused["error"]["code"] == "bad_request"
+        ask({"v": 1, "id": 4, "op": "close", "session_id": sid})
+    finally:
+        sock.close(linger=0)
+
+
+def test_sessions_per_client_are_bounded_and_other_clients_are_not_starved():
+    from envscaler.protocol import TooManySessions
+
+    with start_bridge(replicas=1, extra=("--max-sessions-per-client", "2")) as b:
+        with b.client(0, timeout=30) as greedy, b.client(0, timeout=30) as other:
+            greedy.reset("notes-1")
+            greedy.reset("notes-1")
+            with pytest.raises(TooManySessions, match="max_sessions_per_client"):
+                greedy.reset("notes-1")
+            assert other.reset("notes-1")["session_id"]

@@ -136,3 +136,28 @@ test("a replica that cannot record refuses work before it runs (recording_unavai
     await b.close();
   }
 });
+
+test("a scenario whose reset keeps hanging a native builtin is quarantined; its neighbours keep their worker", async () => {
+  const dir = join(mkdtempSync(join(tmpdir(), "quarantine-")), "hang");
+  mkdirSync(dir, { recursive: true });
+  const tool = { type: "function", function: { name: "ping", description: "ping", parameters: { type: "object", properties: {} } } };
+  writeFileSync(join(dir, "manifest.json"), JSON.stringify({ format: "envscaler.env/v1", id: "hang-v1", name: "hang", introduction: "x", class_name: "Hang", tools: [tool], default_state: { hang: false }, limits: { call_timeout_ms: 200 } }));
+  // the constructor spends seconds inside one builtin when the scenario's state asks for it
+  writeFileSync(join(dir, "env.js"), "class Hang { constructor(s) { this.hang = s.hang; if (s.hang) JSON.stringify(new Array(15000000)); } ping() { return 'pong'; } }\n");
+  writeFileSync(join(dir, "scenarios.json"), JSON.stringify([
+    { id: "hang-bad", env_id: "hang-v1", task: "t", state_overrides: { hang: true } },
+    { id: "hang-ok", env_id: "hang-v1", task: "t" },
+  ]));
+  const q = await EnvRuntime.start({ envs: [dir], hardStopGraceMs: 100, quarantineAfter: 2 });
+  try {
+    const ok = await q.reset("hang-ok", 1);
+    for (let i = 0; i < 2; i++) await expect(q.reset("hang-bad", i)).rejects.toMatchObject({ code: "env_timeout" });
+    await expect(q.reset("hang-bad", 3)).rejects.toMatchObject({ code: "scenario_quarantined", message: expect.stringContaining("quarantineAfter") });
+    expect(q.stats()).toMatchObject({ hard_stops: 2, quarantined: ["hang-bad"] });
+    // the neighbour that lived on the same worker was restored and goes on; new ones start
+    expect((await q.step(ok.episode_id, { name: "ping", arguments: {} })).observation.content).toBe('"pong"');
+    await q.reset("hang-ok", 2);
+  } finally {
+    await q.close();
+  }
+});

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { decodeFrame, encodeFrame, scanFrame } from "../../protocol/codec.js";
 import { ERROR_CODES } from "../../protocol/error-codes.js";
-import { ErrorReply, OkReply, Request, RESULT_SCHEMAS } from "../../protocol/messages.js";
+import { ErrorReply, OkReply, OPS, Request, RESULT_SCHEMAS } from "../../protocol/messages.js";
 
 const VECTORS = join(import.meta.dirname, "..", "..", "protocol", "vectors");
 const messages = JSON.parse(readFileSync(join(VECTORS, "messages.json"), "utf8")) as { name: string; kind: string; op: keyof typeof RESULT_SCHEMAS; value: any; msgpack_hex: string }[];
@@ -31,7 +31,7 @@ test.each(badFrames.map((b) => [b.name, b] as const))("bad frame %s is refused b
     const raw = decodeFrame(bytes) as Record<string, unknown>;
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) code = "bad_request";
     else if (raw.v !== 1) code = "unsupported_version";
-    else if (!["hello", "list_envs", "list_scenarios", "reset", "step", "step_batch", "finish", "state", "close", "stats"].includes(raw.op as string)) code = "unknown_op";
+    else if (!(OPS as readonly string[]).includes(raw.op as string)) code = "unknown_op";
     else code = Request.safeParse(raw).success ? "accepted" : "bad_request";
   } catch (e) {
     code = (e as { code: string }).code;
