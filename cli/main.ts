@@ -3,9 +3,11 @@ import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
 import { checkCommand } from "./commands/check.js";
 import { demoCommand } from "./commands/demo.js";
+import { evalCommand } from "./commands/eval.js";
 import { importCommand } from "./commands/import.js";
 import { mcpCommand } from "./commands/mcp.js";
 import { listCommand } from "./commands/list.js";
+import { rolloutCommand } from "./commands/rollout.js";
 import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
 import { exportCommand, replayCommand, viewCommand } from "./commands/trajectories.js";
@@ -26,6 +28,8 @@ await yargs(hideBin(process.argv))
   .command(replayCommand)
   .command(viewCommand)
   .command(exportCommand)
+  .command(rolloutCommand)
+  .command(evalCommand)
   .command(uiCommand)
   .demandCommand(1, "name a command; see --help")
   .strict()

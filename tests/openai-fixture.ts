@@ -7,22 +7,34 @@ import type { AddressInfo } from "node:net";
  * an HTTP error status) and records the request body.
  */
 export interface FixtureRequest {
-  messages: { role: string; content: string }[];
+  messages: { role: string; content: string; tool_calls?: { id: string; function: { name: string; arguments: string } }[]; tool_call_id?: string }[];
   model: string;
   temperature?: number;
   max_tokens?: number;
+  tools?: unknown[];
+  [k: string]: unknown;
 }
 
 /**
- * A scripted reply with a real failure shape: `finish_reason: "length"` (a reply cut at the token
- * cap), or `hang` (the endpoint accepts the request and never answers, like a stuck server).
+ * A full reply: an assistant message with tool calls (and optional reasoning), usage, a real
+ * failure shape (`finish_reason: "length"`: a reply cut at the token cap), or `hang` (the endpoint
+ * accepts the request and never answers, like a stuck server).
  */
-export interface ScriptedReply {
-  content?: string;
+export interface FixtureReply {
+  content?: string | null;
+  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
+  reasoning_content?: string;
+  usage?: { prompt_tokens: number; completion_tokens: number };
   finish_reason?: "stop" | "length" | "tool_calls";
   hang?: boolean;
+  /** Answer only after this long (a slow model). @unit ms */
+  delayMs?: number;
 }
-export type Scripted = string | number | ScriptedReply;
+/** The name the synth tests use for a reply object. */
+export type ScriptedReply = FixtureReply;
+
+/** A reply: message content, an HTTP error status, or a full reply. */
+export type Scripted = string | number | FixtureReply;
 
 /** Picks the reply to a request (for concurrent callers, where order is not fixed). */
 export type Responder = (request: FixtureRequest) => Scripted;
@@ -57,22 +69,20 @@ export class OpenAIFixture {
           res.writeHead(typeof next === "number" ? next : 500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "scripted failure" } }));
           return;
         }
-        res.writeHead(200, { "content-type": "application/json" }).end(
-          JSON.stringify({
-            id: `chatcmpl-${fixture.requests.length}`,
-            object: "chat.completion",
-            created: 0,
-            model: "fixture",
-            choices: [
-              {
-                index: 0,
-                finish_reason: typeof next === "string" ? "stop" : (next.finish_reason ?? "stop"),
-                message: { role: "assistant", content: typeof next === "string" ? next : (next.content ?? "") },
-              },
-            ],
-            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
-          }),
-        );
+        const reply: FixtureReply = typeof next === "string" ? { content: next } : next;
+        const usage = reply.usage ?? { prompt_tokens: 1, completion_tokens: 1 };
+        const message = { role: "assistant", content: reply.content ?? (reply.tool_calls ? null : ""), ...(reply.tool_calls ? { tool_calls: reply.tool_calls } : {}), ...(reply.reasoning_content ? { reasoning_content: reply.reasoning_content } : {}) };
+        const payload = JSON.stringify({
+          id: `chatcmpl-${fixture.requests.length}`,
+          object: "chat.completion",
+          created: 0,
+          model: "fixture",
+          choices: [{ index: 0, finish_reason: reply.finish_reason ?? (reply.tool_calls ? "tool_calls" : "stop"), message }],
+          usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+        });
+        const send = () => res.writeHead(200, { "content-type": "application/json" }).end(payload);
+        if (reply.delayMs) setTimeout(send, reply.delayMs);
+        else send();
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -85,7 +95,8 @@ export class OpenAIFixture {
 
   close(): Promise<void> {
     for (const res of this.hung.splice(0)) res.destroy();
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections(); // hung requests included
+    return closed;
   }
 }

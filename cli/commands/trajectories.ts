@@ -1,18 +1,18 @@
-import { existsSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { episodePage } from "../../bridge/record/episode-page.js";
 import { replayAll } from "../../bridge/record/replay.js";
-import { selectForSft } from "../../bridge/record/sft-export.js";
-import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError, type RecordedEpisode } from "../../bridge/record/trajectory-reader.js";
+import { exportSft, isConversation, originalFilter, type SftFilter, type SftFormat } from "../../bridge/record/sft-export.js";
+import { systemPrompt } from "../../agent/system-prompt.js";
+import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError, type RecordedEpisode, type TrajectoryFile } from "../../bridge/record/trajectory-reader.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { closeMatches } from "./close-matches.js";
 
 /** Exit code for a file this version cannot read (1 is "an episode diverged"). */
 const EXIT_UNREADABLE = 2;
 
-function load(file: string, episode?: string): RecordedEpisode[] {
-  if (!existsSync(file)) throw new Error(`no file ${file} (serve records episodes to --record-dir, default ./trajectories)`);
-  if (statSync(file).isDirectory()) throw new Error(`${file} is a folder; name one of its trajectory files (.jsonl)`);
+function loadFile(file: string): TrajectoryFile {
   let t;
   try {
     t = readTrajectories(file);
@@ -24,10 +24,18 @@ function load(file: string, episode?: string): RecordedEpisode[] {
   }
   if (t.format === LEGACY_FORMAT) console.error(`${file}: no format header: read as a file of the earlier, unversioned format (the same records)`);
   for (const s of t.skipped) console.error(`${file}:${s.line}: skipped: ${s.reason}`);
-  const eps = episode ? t.episodes.filter((e) => e.start.episode_id === episode) : t.episodes;
+  return t;
+}
+
+/** A trajectory file, or a folder of them (a bridge's record dir, a rollout's trajectories/). */
+function load(file: string, episode?: string): RecordedEpisode[] {
+  if (!existsSync(file)) throw new Error(`no file ${file} (serve records episodes to --record-dir, default ./trajectories)`);
+  const files = statSync(file).isDirectory() ? readdirSync(file).filter((f) => f.endsWith(".jsonl")).sort().map((f) => join(file, f)) : [file];
+  const all = files.flatMap((f) => loadFile(f).episodes);
+  const eps = episode ? all.filter((e) => e.start.episode_id === episode) : all;
   if (episode && eps.length === 0) {
-    const near = closeMatches(episode, t.episodes.map((e) => e.start.episode_id), 3);
-    throw new Error(`no episode ${episode} in ${file}${near.length ? `; did you mean ${near.join(", ")}?` : ` (it holds ${t.episodes.length} episodes)`}`);
+    const near = closeMatches(episode, all.map((e) => e.start.episode_id), 3);
+    throw new Error(`no episode ${episode} in ${file}${near.length ? `; did you mean ${near.join(", ")}?` : ` (it holds ${all.length} episodes)`}`);
   }
   return eps;
 }
@@ -100,28 +108,45 @@ export const viewCommand: CommandModule<object, ViewArgs> = {
 };
 
 interface ExportArgs {
-  format: "sft";
+  format: "sft" | SftFormat;
   file: string;
   output: string;
   minReward?: number;
   minTurns?: number;
   maxTurns?: number;
+  requireThink: boolean;
+  requireDone: boolean;
+  originalFilter: boolean;
+  systemPrompt: "env" | "agent";
 }
 
 export const exportCommand: CommandModule<object, ExportArgs> = {
   command: "export <format> <file>",
-  describe: "Export recorded episodes as OpenAI-format chat data (JSONL) for SFT",
+  describe: "Export recorded episodes (a trajectory file or folder) as SFT data (JSONL): OpenAI chat (sft, chat), LlamaFactory alpaca with history, ShareGPT",
   builder: (y: Argv) =>
     y
-      .positional("format", { choices: ["sft"] as const, demandOption: true })
+      .positional("format", { choices: ["sft", "chat", "alpaca", "sharegpt"] as const, demandOption: true, describe: "sft = chat: OpenAI messages + tools; alpaca: one sample per assistant turn with history; sharegpt: LlamaFactory conversations with function_call/observation" })
       .positional("file", { type: "string", demandOption: true })
       .option("output", { alias: "o", type: "string", demandOption: true })
       .option("min-reward", { type: "number", describe: "keep episodes with at least this reward" })
-      .option("min-turns", { type: "number" })
-      .option("max-turns", { type: "number" }) as unknown as Argv<ExportArgs>,
+      .option("min-turns", { type: "number", describe: "keep episodes with at least this many assistant turns" })
+      .option("max-turns", { type: "number", describe: "keep episodes with at most this many assistant turns" })
+      .option("require-think", { type: "boolean", default: false, describe: "keep episodes whose every assistant turn has <think> reasoning" })
+      .option("require-done", { type: "boolean", default: false, describe: "keep tasks whose last reply says 'Task Completed' and conversations the user ended with ###STOP###" })
+      .option("original-filter", { type: "boolean", default: false, describe: "EnvScaler's filter: turns in [3,29] (tasks) / [5,39] (conversations), --require-think, --require-done" })
+      .option("system-prompt", { choices: ["env", "agent"] as const, default: "env" as const, describe: "system message: the env's introduction and rules, or the rollout agent's default prompt (with them)" }) as unknown as Argv<ExportArgs>,
   handler: async (args: ArgumentsCamelCase<ExportArgs>) => {
-    const records = selectForSft(load(args.file), { minReward: args.minReward, minTurns: args.minTurns, maxTurns: args.maxTurns });
+    const given: SftFilter = { minReward: args.minReward, minTurns: args.minTurns, maxTurns: args.maxTurns, requireThink: args.requireThink || undefined, requireDone: args.requireDone || undefined };
+    const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as SftFilter;
+    const filter = args.originalFilter ? (e: RecordedEpisode) => ({ ...originalFilter(e), ...defined }) : defined;
+    const system =
+      args.systemPrompt === "agent"
+        ? (e: RecordedEpisode) => systemPrompt({ mode: isConversation(e) ? "conversation" : "task", agentMode: "fc", introduction: e.start.introduction, rules: e.start.rules, tools: e.start.tools })
+        : undefined;
+    const { records, kept, dropped } = exportSft(load(args.file), args.format === "sft" ? "chat" : args.format, filter, system);
     writeFileSync(args.output, records.map((r) => JSON.stringify(r)).join("\n") + (records.length ? "\n" : ""));
-    console.log(`${records.length} episodes → ${args.output}`);
+    const reasons = new Map<string, number>();
+    for (const d of dropped) reasons.set(d.why.replace(/\d+/g, "N"), (reasons.get(d.why.replace(/\d+/g, "N")) ?? 0) + 1);
+    console.log(`${kept} episodes → ${records.length} records → ${args.output}${dropped.length ? ` (${dropped.length} filtered out: ${[...reasons].map(([w, n]) => `${w} ×${n}`).join(", ")})` : ""}`);
   },
 };

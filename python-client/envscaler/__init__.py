@@ -4,6 +4,7 @@ The protocol (docs/protocol.md in the repository) is in ``envscaler.protocol``; 
 trainer normally needs is importable from here.
 """
 
+from .agent import Agent, EpisodeResult, rollout
 from .async_bridge_client import AsyncBridgeClient
 from .async_env import AsyncEnvScalerEnv
 from .bridge_client import BridgeClient
@@ -36,6 +37,7 @@ def _register() -> None:
 _register()
 
 __all__ = [
+    "Agent",
     "AgentAction",
     "AnyText",
     "AsyncBridgeClient",
@@ -48,10 +50,12 @@ __all__ = [
     "EnvScalerEnv",
     "ENV_ID",
     "EnvScalerVectorEnv",
+    "EpisodeResult",
     "PROTOCOL_VERSION",
     "TextBatch",
     "connect",
     "error_for",
     "launch",
     "replay",
+    "rollout",
 ]

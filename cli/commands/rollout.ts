@@ -1,0 +1,142 @@
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
+import { readSystemPromptFile, type AgentMode } from "../../agent/system-prompt.js";
+import { runRollout, type RolloutRun } from "../../agent/rollout.js";
+import type { RunSettings } from "../../agent/summarize.js";
+import { createLogger } from "../../bridge/server/logger.js";
+import { Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
+import { BUNDLED_ENVS } from "../../envs/bundled.js";
+
+export interface RolloutArgs {
+  scenarios: string[];
+  envs: string[];
+  connectionFile?: string;
+  replicas: number;
+  workers: number;
+  out: string;
+  trials: number;
+  seed: number;
+  concurrency: number;
+  maxSteps?: number;
+  agentMode: AgentMode;
+  model: string;
+  baseUrl?: string;
+  apiKey?: string;
+  temperature?: number;
+  topP?: number;
+  maxTokens?: number;
+  extraBody?: string;
+  timeout: number;
+  retries: number;
+  backoff: number;
+  systemPrompt?: string;
+  userModel?: string;
+  userBaseUrl?: string;
+  userApiKey?: string;
+  progress?: boolean;
+}
+
+/** The options `rollout` and `eval` share. */
+export function rolloutOptions<T>(y: Argv<T>): Argv<T> {
+  return y
+    .option("out", { type: "string", demandOption: true, describe: "run folder: episodes.jsonl, results.json, report.html, trajectories/, the call cache (run again to resume)" })
+    .option("connection-file", { type: "string", describe: "join a running bridge (`envscaler serve --connection-file`) instead of starting one" })
+    .option("replicas", { type: "number", default: 1, describe: "replicas of the bridge this command starts" })
+    .option("workers", { type: "number", default: 1, describe: "engine worker threads per replica of the bridge this command starts" })
+    .option("trials", { type: "number", default: 1, describe: "episodes per scenario (trial t uses seed + t)" })
+    .option("seed", { type: "number", default: 0, describe: "seed of trial 0" })
+    .option("concurrency", { type: "number", default: 4, describe: "episodes in flight" })
+    .option("max-steps", { type: "number", describe: "agent steps per episode (default: the scenario's max_steps)" })
+    .option("agent-mode", { choices: ["fc", "prompt"] as const, default: "fc" as AgentMode, describe: "fc: the tools API; prompt: tools in the system prompt, <tool_call> text" })
+    .option("model", { type: "string", demandOption: true, describe: "the agent's model" })
+    .option("base-url", { type: "string", describe: "the agent's OpenAI-compatible endpoint (default: OPENAI_BASE_URL)" })
+    .option("api-key", { type: "string", describe: "default: OPENAI_API_KEY" })
+    .option("temperature", { type: "number" })
+    .option("top-p", { type: "number" })
+    .option("max-tokens", { type: "number" })
+    .option("extra-body", { type: "string", describe: 'JSON merged into each request, e.g. \'{"chat_template_kwargs":{"enable_thinking":false}}\'' })
+    .option("timeout", { type: "number", default: 120, describe: "seconds per model call attempt" })
+    .option("retries", { type: "number", default: 4, describe: "retries of a model call on transport errors, timeouts, 429 and 5xx" })
+    .option("backoff", { type: "number", default: 1000, describe: "first retry delay in ms (doubles per retry)" })
+    .option("system-prompt", { type: "string", describe: 'file replacing the agent\'s instructions: text, or JSON {"task": …, "conversation": …}' })
+    .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (a bridge this command starts)" })
+    .option("user-base-url", { type: "string", describe: "simulated user's endpoint (default: USER_OPENAI_BASE_URL, then OPENAI_BASE_URL)" })
+    .option("user-api-key", { type: "string", describe: "default: USER_OPENAI_API_KEY, then OPENAI_API_KEY" })
+    .option("progress", { type: "boolean", describe: "progress bar (default: when stderr is a terminal)" });
+}
+
+/** Starts (or joins) a bridge, runs the rollout, stops what it started, prints a summary. */
+export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSettings["benchmark"] } = { benchmark: null }): Promise<RolloutRun> {
+  const baseURL = args.baseUrl ?? process.env.OPENAI_BASE_URL;
+  if (!baseURL) throw new Error("no agent endpoint: pass --base-url or set OPENAI_BASE_URL");
+  let extraBody: Record<string, unknown> | undefined;
+  if (args.extraBody) {
+    try {
+      extraBody = JSON.parse(args.extraBody) as Record<string, unknown>;
+    } catch (e) {
+      throw new Error(`--extra-body is not JSON: ${(e as Error).message}`);
+    }
+  }
+  const wantsUser = Boolean(args.userModel || args.userBaseUrl);
+  const user = wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl, apiKey: args.userApiKey } : null;
+  let supervisor: Supervisor | null = null;
+  let endpoints: string[];
+  let curve;
+  let trajectoriesDir: string | undefined;
+  if (args.connectionFile) {
+    const info = JSON.parse(readFileSync(args.connectionFile, "utf8")) as ConnectionInfo;
+    endpoints = info.endpoints;
+    if (info.curve) curve = { serverPublicKey: info.curve.server_public_key, publicKey: info.curve.client_public_key, secretKey: info.curve.client_secret_key };
+  } else {
+    process.env.ENVSCALER_LOG_LEVEL ??= "warn";
+    trajectoriesDir = join(resolve(args.out), "trajectories");
+    supervisor = new Supervisor({ envs: args.envs, endpoint: "tcp://127.0.0.1:*", replicas: args.replicas, workers: args.workers, user, recordDir: trajectoriesDir, logger: createLogger("envscaler-rollout") });
+    endpoints = (await supervisor.start()).endpoints;
+  }
+  try {
+    const run = await runRollout({
+      endpoints,
+      curve,
+      scenarios: args.scenarios,
+      trials: args.trials,
+      seed: args.seed,
+      concurrency: args.concurrency,
+      agent: { agentMode: args.agentMode, maxSteps: args.maxSteps, promptOverride: args.systemPrompt ? readSystemPromptFile(args.systemPrompt) : undefined },
+      model: {
+        baseURL,
+        apiKey: args.apiKey,
+        model: args.model,
+        sampling: { temperature: args.temperature, top_p: args.topP, max_tokens: args.maxTokens, extra_body: extraBody },
+        timeoutMs: args.timeout * 1000,
+        maxRetries: args.retries,
+        backoffMs: args.backoff,
+      },
+      out: args.out,
+      trajectoriesDir,
+      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null } : null },
+      progress: args.progress ?? Boolean(process.stderr.isTTY),
+    });
+    const t = run.results.totals;
+    const pk = Object.entries(t.pass_hat_k).map(([k, v]) => `pass^${k} ${v === null ? "—" : v.toFixed(3)}`).join(" · ");
+    console.log(`${run.results.episodes.length}/${run.results.planned} episodes (${run.played} played, ${run.skipped} already done) · mean reward ${t.mean_reward.toFixed(3)} · success ${(100 * t.success_rate).toFixed(1)}% · ${pk}`);
+    const fails = Object.entries(run.results.failures).filter(([, f]) => f.episodes).map(([k, f]) => `${k} ${f.episodes}`);
+    if (fails.length) console.log(`failures (episodes): ${fails.join(", ")}`);
+    console.log(`results → ${run.resultsPath}\nreport → ${run.reportPath}`);
+    return run;
+  } finally {
+    await supervisor?.stop();
+  }
+}
+
+export const rolloutCommand: CommandModule<object, RolloutArgs> = {
+  command: "rollout",
+  describe: "Play an agent model (any OpenAI-compatible endpoint) on scenarios over the bridge; record, score and report",
+  builder: (y: Argv) =>
+    rolloutOptions(y)
+      .option("scenarios", { type: "string", array: true, default: [] as string[], describe: "scenario ids, globs (library-*) or env ids (default: all)" })
+      .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folders of the bridge this command starts" }) as unknown as Argv<RolloutArgs>,
+  handler: async (args: ArgumentsCamelCase<RolloutArgs>) => {
+    await rolloutWith(args);
+  },
+};
