@@ -1,0 +1,214 @@
+"""The BFCL multi-turn oracle: replays call sequences through the ORIGINAL classes of the installed
+`bfcl-eval` package, exactly as its harness executes a model's calls, and records what our
+JavaScript ports must reproduce: every output text and, after every turn, every involved instance's
+public state (type-tagged, so int/float, dict order and key types all count).
+
+Used by test_bfcl_parity.py; also runnable by hand:
+    python bfcl_oracle.py OUT.json [--limit N] [--ids ID,...] [--full-state]
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import decimal
+import hashlib
+import inspect
+import json
+import math
+import os
+import sys
+
+CATEGORIES = ["base", "miss_func", "miss_param", "long_context"]
+
+
+def package_dir() -> str:
+    import bfcl_eval
+
+    return os.path.dirname(bfcl_eval.__file__)
+
+
+def load_category(cat: str) -> list[tuple[dict, dict]]:
+    base = os.path.join(package_dir(), "data")
+    q = [json.loads(l) for l in open(os.path.join(base, f"BFCL_v4_multi_turn_{cat}.json"))]
+    a = {e["id"]: e for e in (json.loads(l) for l in open(os.path.join(base, "possible_answer", f"BFCL_v4_multi_turn_{cat}.json")))}
+    return [(e, a[e["id"]]) for e in q]
+
+
+# ----- Python values <-> the JSON our ports read (fromJson in py-text.js)
+
+
+def to_json(v):
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return v if abs(v) <= 2**53 else {"$int": str(v)}
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return {"$float": "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")}
+        return {"$float": v} if v == int(v) else v
+    if isinstance(v, (list, tuple)):
+        return [to_json(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): to_json(x) for k, x in v.items()}
+    raise TypeError(f"no JSON form for {type(v).__name__}")
+
+
+def tagged(v):
+    """Mirrors Py.tagged in envs/bfcl/py-text.js."""
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system import Directory, File
+
+    if v is None:
+        return "N"
+    if isinstance(v, bool):
+        return "b:1" if v else "b:0"
+    if isinstance(v, int):
+        return f"i:{v}"
+    if isinstance(v, float):
+        return f"f:{v!r}"
+    if isinstance(v, str):
+        return "s:" + v
+    if isinstance(v, list):
+        return {"l": [tagged(x) for x in v]}
+    if isinstance(v, tuple):
+        return {"t": [tagged(x) for x in v]}
+    if isinstance(v, dict):
+        return {"d": [[tagged(k), tagged(x)] for k, x in v.items()]}
+    if isinstance(v, set):
+        return {"set": sorted(json.dumps(tagged(x), ensure_ascii=False, separators=(",", ":")) for x in v)}
+    if isinstance(v, File):
+        return {"file": v.name, "content": v.content}
+    if isinstance(v, Directory):
+        return {"dir": v.name, "c": tagged(v.contents)}
+    return "o:" + repr(v)
+
+
+def public_state(instance) -> dict:
+    return {"d": [[f"s:{k}", tagged(v)] for k, v in vars(instance).items() if not k.startswith("_")]}
+
+
+def canon_text(v) -> str:
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+# ----- running calls the way bfcl-eval does
+
+
+class Oracle:
+    """One process-wide executor; `reset_process_globals` gives every task the fresh-process state
+    our ports have per episode (the original leaks mpmath/Decimal precision, mutable default
+    arguments and mutated module constants across tasks of one run)."""
+
+    def __init__(self):
+        from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
+        from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+        from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import long_context
+        import importlib
+
+        self.utils = multi_turn_utils
+        self.classes = {}
+        for name in ["GorillaFileSystem", "MathAPI", "MessageAPI", "TwitterAPI", "TicketAPI", "TradingBot", "TravelAPI", "VehicleControlAPI"]:
+            self.classes[name] = getattr(importlib.import_module(CLASS_FILE_PATH_MAPPING[name]), name)
+        self.defaults = {(c, m): copy.deepcopy(f.__defaults__) for c, cls in self.classes.items() for m, f in vars(cls).items() if inspect.isfunction(f) and f.__defaults__}
+        self.long_context = long_context
+        self.lc_snapshot = {k: copy.deepcopy(v) for k, v in vars(long_context).items() if k.isupper()}
+        self.run = 0
+
+    def reset_process_globals(self):
+        import mpmath
+
+        mpmath.mp.dps = 15
+        decimal.getcontext().prec = 28
+        for (c, m), d in self.defaults.items():
+            getattr(self.classes[c], m).__defaults__ = copy.deepcopy(d)
+        for k, v in self.lc_snapshot.items():
+            cur = getattr(self.long_context, k)
+            if isinstance(cur, dict):
+                cur.clear()
+                cur.update(copy.deepcopy(v))
+            elif isinstance(cur, list):
+                cur[:] = copy.deepcopy(v)
+
+    def signature(self, cls_name: str, method: str):
+        return inspect.signature(getattr(self.classes[cls_name], method))
+
+    def method_class(self, involved: list[str]) -> dict[str, str]:
+        out = {}
+        for c in involved:
+            for m, f in inspect.getmembers(self.classes[c], predicate=inspect.isfunction):
+                if not m.startswith("_"):
+                    out[m] = c
+        return out
+
+    def new_episode(self):
+        self.run += 1
+        self.reset_process_globals()
+        return f"oracle{self.run}"
+
+    def execute(self, calls: list[str], entry: dict, model: str, long_ctx: bool):
+        return self.utils.execute_multi_turn_func_call(calls, entry["initial_config"], entry["involved_classes"], model, entry["id"], long_context=long_ctx, is_evaL_run=True)
+
+
+def call_to_kwargs(call: str, method_class: dict, oracle: Oracle):
+    """A ground-truth call string as (name, JSON kwargs); positional arguments bound by signature."""
+    node = ast.parse(call, mode="eval").body
+    name = node.func.id
+    kwargs = {}
+    if node.args:
+        params = [p for p in oracle.signature(method_class[name], name).parameters if p != "self"]
+        for p, a in zip(params, node.args):
+            kwargs[p] = ast.literal_eval(a)
+    for k in node.keywords:
+        kwargs[k.arg] = ast.literal_eval(k.value)
+    return name, kwargs
+
+
+def kwargs_to_call(name: str, kwargs: dict) -> str:
+    """What BFCL's FC decoders build from a model's JSON arguments: name(k=repr(v), ...)."""
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
+
+
+def replay(oracle: Oracle, entry: dict, turns: list[list[tuple[str, dict]]], long_ctx: bool, full_state=False) -> dict:
+    """Runs the given calls (one list per turn) and records outputs and per-turn states."""
+    model = oracle.new_episode()
+    out_turns = []
+    for turn in turns:
+        calls = [kwargs_to_call(n, kw) for n, kw in turn]
+        outs, instances = oracle.execute(calls, entry, model, long_ctx)
+        states = {c: public_state(i) for c, i in instances.items()}
+        out_turns.append(
+            {
+                "calls": [{"name": n, "args": to_json(kw), "out": o} for (n, kw), o in zip(turn, outs)],
+                "state_sha256": {c: hashlib.sha256(canon_text(s).encode()).hexdigest() for c, s in states.items()},
+                **({"state": states} if full_state else {}),
+            }
+        )
+    return {"turns": out_turns}
+
+
+def ground_truth_turns(oracle: Oracle, entry: dict, answer: dict):
+    mc = oracle.method_class(entry["involved_classes"])
+    return [[call_to_kwargs(c, mc, oracle) for c in turn] for turn in answer["ground_truth"]]
+
+
+def main(argv: list[str]) -> int:
+    out = argv[0]
+    limit = int(argv[argv.index("--limit") + 1]) if "--limit" in argv else None
+    ids = set(argv[argv.index("--ids") + 1].split(",")) if "--ids" in argv else None
+    full = "--full-state" in argv
+    oracle = Oracle()
+    tasks = []
+    for cat in CATEGORIES:
+        for entry, answer in load_category(cat)[:limit]:
+            if ids and entry["id"] not in ids:
+                continue
+            long_ctx = "long_context" in cat
+            turns = ground_truth_turns(oracle, entry, answer)
+            tasks.append({"id": entry["id"], "category": cat, "involved_classes": entry["involved_classes"], "initial_config": to_json(entry["initial_config"]), "long_context": long_ctx, **replay(oracle, entry, turns, long_ctx, full)})
+    with open(out, "w") as f:
+        json.dump({"tasks": tasks}, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
