@@ -438,6 +438,37 @@ const Py = (function () {
     return s;
   }
 
+  /** float(v). */
+  function float(v) {
+    if (typeof v === "number") return v;
+    if (typeof v === "bigint") return Number(v);
+    if (typeof v === "boolean") return v ? 1 : 0;
+    if (typeof v === "string") {
+      const t = strip(v).replace(/(?<=\d)_(?=\d)/g, "");
+      if (/^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)$/.test(t)) return Number(t);
+      const m = /^([+-]?)(inf|infinity|nan)$/i.exec(t);
+      if (m) return m[2].toLowerCase() === "nan" ? NaN : m[1] === "-" ? -Infinity : Infinity;
+      throw ValueError_(`could not convert string to float: ${strRepr(v)}`);
+    }
+    throw TypeError_(`float() argument must be a string or a real number, not '${typeName(v)}'`);
+  }
+  /** int(v). */
+  function int(v) {
+    if (typeof v === "bigint") return v;
+    if (typeof v === "boolean") return v ? 1n : 0n;
+    if (typeof v === "number") {
+      if (Number.isNaN(v)) throw ValueError_("cannot convert float NaN to integer");
+      if (!Number.isFinite(v)) throw new PyError("OverflowError", "cannot convert float infinity to integer");
+      return BigInt(Math.trunc(v));
+    }
+    if (typeof v === "string") {
+      const t = strip(v).replace(/(?<=\d)_(?=\d)/g, "");
+      if (/^[+-]?\d+$/.test(t)) return BigInt(t);
+      throw ValueError_(`invalid literal for int() with base 10: ${strRepr(v)}`);
+    }
+    throw TypeError_(`int() argument must be a string, a bytes-like object or a real number, not '${typeName(v)}'`);
+  }
+
   // ----- strings
 
   /** str.splitlines() (no keepends). */
@@ -708,6 +739,7 @@ const Py = (function () {
       const keys = Object.keys(v);
       if (keys.length === 1 && keys[0] === "$float") return Number(v.$float);
       if (keys.length === 1 && keys[0] === "$int") return BigInt(v.$int);
+      if (keys.length === 1 && keys[0] === "$opaque") return new PyOpaque(v.$opaque);
       return new PyDict(keys.map((k) => [k, fromJson(v[k])]));
     }
     return v;
@@ -751,7 +783,7 @@ const Py = (function () {
 
   return {
     PyError, PyDict, PySet, PyTuple, PyOpaque, Random,
-    isInt, isFloat, isNum, typeName, toF, toI,
+    isInt, isFloat, isNum, typeName, toF, toI, float, int,
     floatRepr, formatFixed, round, add, sub, mul, div, pow, mod, lt, le, gt, ge, eq, cmpNum, cmpStr, truthy, contains, len, iter, sum,
     splitlines, splitWs, strip, rstrip, sortedStrs, strRepr, repr, str, dumps, render,
     fromJson, toJson, tagged,

@@ -41,6 +41,8 @@ def load_category(cat: str) -> list[tuple[dict, dict]]:
 def to_json(v):
     if isinstance(v, bool) or v is None or isinstance(v, str):
         return v
+    if v is Ellipsis:
+        return {"$opaque": "Ellipsis"}
     if isinstance(v, int):
         return v if abs(v) <= 2**53 else {"$int": str(v)}
     if isinstance(v, float):
@@ -149,6 +151,13 @@ class Oracle:
         return self.utils.execute_multi_turn_func_call(calls, entry["initial_config"], entry["involved_classes"], model, entry["id"], long_context=long_ctx, is_evaL_run=True)
 
 
+def long_context_data() -> dict:
+    """The constants of long_context.py (the padding long_context tasks add), as JSON for the ports."""
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import long_context
+
+    return {k: to_json(v) for k, v in vars(long_context).items() if k.isupper()}
+
+
 def call_to_kwargs(call: str, method_class: dict, oracle: Oracle):
     """A ground-truth call string as (name, JSON kwargs); positional arguments bound by signature."""
     node = ast.parse(call, mode="eval").body
@@ -206,7 +215,7 @@ def main(argv: list[str]) -> int:
             turns = ground_truth_turns(oracle, entry, answer)
             tasks.append({"id": entry["id"], "category": cat, "involved_classes": entry["involved_classes"], "initial_config": to_json(entry["initial_config"]), "long_context": long_ctx, **replay(oracle, entry, turns, long_ctx, full)})
     with open(out, "w") as f:
-        json.dump({"tasks": tasks}, f)
+        json.dump({"tasks": tasks, "long_context_data": long_context_data()}, f)
     return 0
 
 
