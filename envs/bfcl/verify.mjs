@@ -24,7 +24,7 @@ export const CLASS_FILES = {
 };
 
 /** Loads the ports into a fresh context, as the sandbox would (one realm per episode). */
-export function loadPorts(longContextData) {
+export function loadPorts(longContextData, travelBaseCosts) {
   const ctx = vm.createContext({});
   const files = ["py-text.js", "bfcl-runtime.js", "long-context.js", ...Object.values(CLASS_FILES)];
   let src = "";
@@ -35,6 +35,7 @@ export function loadPorts(longContextData) {
       /* a class not ported yet: its tasks are reported as skipped */
     }
   }
+  if (travelBaseCosts) vm.runInContext(`var BFCL_TRAVEL_BASE_COSTS = ${JSON.stringify(travelBaseCosts)};`, ctx);
   if (longContextData) vm.runInContext(`var BFCL_LONG_CONTEXT = ${JSON.stringify(longContextData)};`, ctx);
   vm.runInContext(src + "\n;globalThis.__ports = {Py, BfclRuntime, classes: {" + Object.keys(CLASS_FILES).map((c) => `${c}: typeof ${c} === 'undefined' ? undefined : ${c}`).join(",") + "}};", ctx);
   return ctx.__ports;
@@ -87,7 +88,7 @@ export function verify(golden) {
   const stats = { tasks: 0, tasksMatched: 0, skipped: 0, skippedCalls: 0, calls: 0, callsMatched: 0, states: 0, statesMatched: 0 };
   const problems = [];
   for (const task of golden.tasks) {
-    const ports = loadPorts(golden.long_context_data);
+    const ports = loadPorts(golden.long_context_data, golden.travel_base_costs);
     const partial = task.involved_classes.some((c) => !ports.classes[c]);
     if (partial) stats.skipped++;
     else stats.tasks++;

@@ -158,6 +158,19 @@ def long_context_data() -> dict:
     return {k: to_json(v) for k, v in vars(long_context).items() if k.isupper()}
 
 
+def travel_base_costs() -> list:
+    """TravelAPI.get_flight_cost's route table (a literal inside the method), read from the package."""
+    import inspect as _inspect
+    import textwrap
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.travel_booking import TravelAPI
+
+    tree = ast.parse(textwrap.dedent(_inspect.getsource(TravelAPI.get_flight_cost)))
+    for n in ast.walk(tree):
+        if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "base_costs":
+            return [[a, b, c] for (a, b), c in ast.literal_eval(n.value).items()]
+    raise RuntimeError("base_costs not found in TravelAPI.get_flight_cost")
+
+
 def call_to_kwargs(call: str, method_class: dict, oracle: Oracle):
     """A ground-truth call string as (name, JSON kwargs); positional arguments bound by signature."""
     node = ast.parse(call, mode="eval").body
@@ -215,7 +228,7 @@ def main(argv: list[str]) -> int:
             turns = ground_truth_turns(oracle, entry, answer)
             tasks.append({"id": entry["id"], "category": cat, "involved_classes": entry["involved_classes"], "initial_config": to_json(entry["initial_config"]), "long_context": long_ctx, **replay(oracle, entry, turns, long_ctx, full)})
     with open(out, "w") as f:
-        json.dump({"tasks": tasks, "long_context_data": long_context_data()}, f)
+        json.dump({"tasks": tasks, "long_context_data": long_context_data(), "travel_base_costs": travel_base_costs()}, f)
     return 0
 
 
