@@ -438,6 +438,13 @@ const Py = (function () {
     return s;
   }
 
+  /** abs(v). */
+  function abs(v) {
+    if (typeof v === "bigint") return v < 0n ? -v : v;
+    if (typeof v === "boolean") return v ? 1n : 0n;
+    if (typeof v === "number") return Math.abs(v);
+    throw TypeError_(`bad operand type for abs(): '${typeName(v)}'`);
+  }
   /** float(v). */
   function float(v) {
     if (typeof v === "number") return v;
@@ -783,7 +790,7 @@ const Py = (function () {
 
   return {
     PyError, PyDict, PySet, PyTuple, PyOpaque, Random,
-    isInt, isFloat, isNum, typeName, toF, toI, float, int,
+    isInt, isFloat, isNum, typeName, toF, toI, float, int, abs,
     floatRepr, formatFixed, round, add, sub, mul, div, pow, mod, lt, le, gt, ge, eq, cmpNum, cmpStr, truthy, contains, len, iter, sum,
     splitlines, splitWs, strip, rstrip, sortedStrs, strRepr, repr, str, dumps, render,
     fromJson, toJson, tagged,
