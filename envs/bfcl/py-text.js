@@ -202,7 +202,8 @@ const Py = (function () {
 
   /** Python's round(number, ndigits). */
   function round(x, nd) {
-    if (typeof x === "boolean") x = BigInt(x);
+    if (typeof x === "boolean") x = x ? 1n : 0n;
+    if (typeof x !== "bigint" && typeof x !== "number") throw TypeError_(`type ${typeName(x)} doesn't define __round__ method`);
     if (nd === undefined || nd === null) {
       if (isInt(x)) return x;
       if (!Number.isFinite(x)) throw Number.isNaN(x) ? ValueError_("cannot convert float NaN to integer") : new PyError("OverflowError", "cannot convert float infinity to integer");

@@ -82,8 +82,8 @@ class TicketAPI {
     if (!Py.truthy(this.current_user)) return [new Py.PyDict([["error", "User not authenticated. Please log in to view tickets."]])];
     let tickets = this.ticket_queue.filter((t) => Py.eq(t.item("created_by"), this.current_user));
     if (Py.truthy(status)) {
-      const want = BfclRuntime.strOnly(status, "lower").toLowerCase();
-      tickets = tickets.filter((t) => BfclRuntime.strOnly(t.item("status"), "lower").toLowerCase() === want);
+      // both .lower() calls run per ticket in the original's comprehension
+      tickets = tickets.filter((t) => BfclRuntime.strOnly(t.item("status"), "lower").toLowerCase() === BfclRuntime.strOnly(status, "lower").toLowerCase());
     }
     return tickets;
   }

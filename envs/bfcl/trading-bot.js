@@ -33,7 +33,7 @@ const TRADING_SYMBOLS = {
 
 /** datetime.strptime(s, "%Y-%m-%d %H:%M:%S") (or the date-only format) as a comparable tuple. */
 function bfclStrptime(s, withTime) {
-  if (typeof s !== "string") throw Py.TypeError(`strptime() argument 1 must be str, not ${Py.typeName(s)}`);
+  if (typeof s !== "string") throw Py.TypeError(`strptime() argument 1 must be str, not ${s === null ? "None" : Py.typeName(s)}`);
   const date = "(\\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\\d|0[1-9]|[1-9]| [1-9])";
   const re = withTime ? `${date}\\s+(2[0-3]|[0-1]\\d|\\d):([0-5]\\d|\\d):(6[0-1]|[0-5]\\d|\\d)` : date;
   const fmt = withTime ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d";

@@ -10,7 +10,7 @@ const TRAVEL_NEAREST = {
 
 /** datetime.strptime(s, "%Y-%m-%d") as far as the ports need it: [year, month, day] or ValueError. */
 function bfclStrptimeDate(s) {
-  if (typeof s !== "string") throw Py.TypeError(`strptime() argument 1 must be str, not ${Py.typeName(s)}`);
+  if (typeof s !== "string") throw Py.TypeError(`strptime() argument 1 must be str, not ${s === null ? "None" : Py.typeName(s)}`);
   const m = /^(\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])$/.exec(s);
   if (!m) {
     const head = /^(\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])/.exec(s);

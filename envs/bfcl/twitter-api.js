@@ -96,8 +96,9 @@ class TwitterAPI {
   }
 
   search_tweets(keyword) {
-    const kw = BfclRuntime.strOnly(keyword, "lower").toLowerCase();
+    // keyword.lower() runs per tweet in the original's comprehension: no tweets, no error
     return this.tweets.values().filter((t) => {
+      const kw = BfclRuntime.strOnly(keyword, "lower").toLowerCase();
       if (BfclRuntime.strOnly(t.item("content"), "lower").toLowerCase().includes(kw)) return true;
       return Py.iter(t.item("tags")).map((tag) => BfclRuntime.strOnly(tag, "lower").toLowerCase()).includes(kw);
     });

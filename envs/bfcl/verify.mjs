@@ -26,7 +26,7 @@ export const CLASS_FILES = {
 /** Loads the ports into a fresh context, as the sandbox would (one realm per episode). */
 export function loadPorts(longContextData, travelBaseCosts) {
   const ctx = vm.createContext({});
-  const files = ["py-text.js", "bfcl-runtime.js", "long-context.js", ...Object.values(CLASS_FILES)];
+  const files = ["py-text.js", "bfcl-runtime.js", "long-context.js", ...Object.values(CLASS_FILES), "bfcl-checker.js"];
   let src = "";
   for (const f of files) {
     try {
@@ -37,7 +37,7 @@ export function loadPorts(longContextData, travelBaseCosts) {
   }
   if (travelBaseCosts) vm.runInContext(`var BFCL_TRAVEL_BASE_COSTS = ${JSON.stringify(travelBaseCosts)};`, ctx);
   if (longContextData) vm.runInContext(`var BFCL_LONG_CONTEXT = ${JSON.stringify(longContextData)};`, ctx);
-  vm.runInContext(src + "\n;globalThis.__ports = {Py, BfclRuntime, classes: {" + Object.keys(CLASS_FILES).map((c) => `${c}: typeof ${c} === 'undefined' ? undefined : ${c}`).join(",") + "}};", ctx);
+  vm.runInContext(src + "\n;globalThis.__ports = {Py, BfclRuntime, BfclScorer, classes: {" + Object.keys(CLASS_FILES).map((c) => `${c}: typeof ${c} === 'undefined' ? undefined : ${c}`).join(",") + "}};", ctx);
   return ctx.__ports;
 }
 
@@ -47,8 +47,11 @@ export function publicState(ports, instance) {
   return { d: Object.keys(instance).filter((k) => !k.startsWith("_")).map((k) => [`s:${k}`, ports.Py.tagged(instance[k])]) };
 }
 
-/** Replays one golden task through the ports; returns the mismatches. */
-export function replayTask(task, ports, stats) {
+/** Set literals print in a per-process hash order in Python; compare them as sets. */
+const setOrderFree = (s) => s.replace(/\{('[^']*'(?:, '[^']*')*)\}/g, (_, items) => `{${items.split(", ").sort().join(", ")}}`);
+
+/** Replays one call sequence (golden turns) through the ports; returns the mismatches. */
+export function replayTask(task, ports, stats, turns = task.turns, label = task.id) {
   const { Py, BfclRuntime, classes } = ports;
   const problems = [];
   const instances = {};
@@ -61,7 +64,7 @@ export function replayTask(task, ports, stats) {
     instances[c] = inst;
     for (const m of Object.keys(cls.SIGNATURES)) owner[m] = c;
   }
-  for (const [ti, turn] of task.turns.entries()) {
+  for (const [ti, turn] of turns.entries()) {
     for (const [ci, call] of turn.calls.entries()) {
       if (!owner[call.name]) {
         stats.skippedCalls++;
@@ -70,22 +73,41 @@ export function replayTask(task, ports, stats) {
       const inst = instances[owner[call.name]];
       const out = inst ? BfclRuntime.execute(inst, call.name, Py.fromJson(call.args)) : `Error during execution: name '${call.name}' is not defined`;
       stats.calls++;
-      if (out === call.out) stats.callsMatched++;
-      else problems.push(`${task.id} turn ${ti} call ${ci} ${call.name}(${JSON.stringify(call.args).slice(0, 200)}):\n   want ${JSON.stringify(call.out).slice(0, 600)}\n   got  ${JSON.stringify(out).slice(0, 600)}`);
+      if (out === call.out || (out.includes("Must be one of {") && setOrderFree(out) === setOrderFree(call.out))) stats.callsMatched++;
+      else problems.push(`${label} turn ${ti} call ${ci} ${call.name}(${JSON.stringify(call.args).slice(0, 200)}):\n   want ${JSON.stringify(call.out).slice(0, 600)}\n   got  ${JSON.stringify(out).slice(0, 600)}`);
     }
     for (const [c, want] of Object.entries(turn.state_sha256)) {
       if (!instances[c]) continue;
       stats.states++;
       const got = sha(JSON.stringify(publicState(ports, instances[c])));
       if (got === want) stats.statesMatched++;
-      else problems.push(`${task.id} turn ${ti}: ${c} state differs${turn.state ? `\n   want ${JSON.stringify(turn.state[c]).slice(0, 1500)}\n   got  ${JSON.stringify(publicState(ports, instances[c])).slice(0, 1500)}` : ""}`);
+      else problems.push(`${label} turn ${ti}: ${c} state differs${turn.state ? `\n   want ${JSON.stringify(turn.state[c]).slice(0, 1500)}\n   got  ${JSON.stringify(publicState(ports, instances[c])).slice(0, 1500)}` : ""}`);
     }
   }
   return problems;
 }
 
+/** Our scorer on a model trajectory (one call per step) against the official checker's verdict. */
+export function checkVerdict(task, turns, want, golden, stats, label) {
+  if (!want) return [];
+  const ports = loadPorts(golden.long_context_data, golden.travel_base_costs);
+  const gt = { ...task, ground_truth: task.turns.map((t) => t.calls.map((c) => ({ name: c.name, args: c.args }))) };
+  const scorer = new ports.BfclScorer(gt, ports.classes);
+  for (const turn of turns) {
+    for (const c of turn.calls) scorer.call(c.name, ports.Py.fromJson(c.args));
+    scorer.endTurn();
+  }
+  const got = scorer.result();
+  stats.verdicts++;
+  if (got.valid === want.valid && (got.error_type ?? null) === (want.error_type ?? null)) {
+    stats.verdictsMatched++;
+    return [];
+  }
+  return [`${label}: verdict ${JSON.stringify(got)} but the official checker says ${JSON.stringify(want)}`];
+}
+
 export function verify(golden) {
-  const stats = { tasks: 0, tasksMatched: 0, skipped: 0, skippedCalls: 0, calls: 0, callsMatched: 0, states: 0, statesMatched: 0 };
+  const stats = { tasks: 0, tasksMatched: 0, skipped: 0, skippedCalls: 0, calls: 0, callsMatched: 0, states: 0, statesMatched: 0, verdicts: 0, verdictsMatched: 0 };
   const problems = [];
   for (const task of golden.tasks) {
     const ports = loadPorts(golden.long_context_data, golden.travel_base_costs);
@@ -95,6 +117,12 @@ export function verify(golden) {
     let p;
     try {
       p = replayTask(task, ports, stats);
+      p.push(...checkVerdict(task, task.turns, task.verdict, golden, stats, task.id));
+      for (const v of task.variants ?? []) {
+        const label = `${task.id} [${v.kind}]`;
+        p.push(...replayTask(task, loadPorts(golden.long_context_data, golden.travel_base_costs), stats, v.turns, label));
+        p.push(...checkVerdict(task, v.turns, v.verdict, golden, stats, label));
+      }
     } catch (e) {
       p = [`${task.id}: the port threw ${e && e.stack}`];
     }

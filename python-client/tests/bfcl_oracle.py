@@ -4,7 +4,7 @@ JavaScript ports must reproduce: every output text and, after every turn, every 
 public state (type-tagged, so int/float, dict order and key types all count).
 
 Used by test_bfcl_parity.py; also runnable by hand:
-    python bfcl_oracle.py OUT.json [--limit N] [--ids ID,...] [--full-state]
+    python bfcl_oracle.py OUT.json [--limit N] [--ids ID,...] [--full-state] [--fuzz CALLS_PER_TASK]
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import inspect
 import json
 import math
 import os
+import random
 import sys
+import zlib
 
 CATEGORIES = ["base", "miss_func", "miss_param", "long_context"]
 
@@ -213,11 +215,89 @@ def ground_truth_turns(oracle: Oracle, entry: dict, answer: dict):
     return [[call_to_kwargs(c, mc, oracle) for c in turn] for turn in answer["ground_truth"]]
 
 
+# ----- error paths and perturbed trajectories (the ground truth has no error outputs)
+
+BAD_VALUES = [7, 2.5, -3, "zz_nonexistent", None, ["zz"], {"k": "v"}, True, 0, ""]
+# inputs the ports do not cover, each because the original's answer is not a port target:
+#  - mpmath.log of a negative number or of a str gives an mpc / parses text (no GT or model use);
+#  - (-x) ** fraction gives a Python complex;
+#  - mv(d, d) / cp(d, d) on a directory make the tree cyclic.
+def excluded(name: str, kwargs: dict) -> bool:
+    if name == "logarithm":
+        return any(isinstance(kwargs.get(k), str) or (isinstance(kwargs.get(k), (int, float)) and kwargs.get(k) < 0) for k in ("value", "base"))
+    if name in ("mv", "cp") and kwargs.get("source") == kwargs.get("destination"):
+        return True  # moving/copying a directory into itself makes the original's tree cyclic (its own == then recurses forever)
+    if name == "power":
+        b, e = kwargs.get("base"), kwargs.get("exponent")
+        return isinstance(b, (int, float)) and isinstance(e, float) and b < 0
+    return False
+
+
+def fuzz_calls(oracle: Oracle, entry: dict, gt_turns, rng, n: int):
+    """n calls to methods of the task's classes: plausible arguments (from the task's own ground
+    truth where the method appears) with one perturbation each: none, a missing or an extra
+    argument, a value of a wrong type or an unknown id/path/user."""
+    mc = oracle.method_class(entry["involved_classes"])
+    seen = {}
+    for turn in gt_turns:
+        for name, kw in turn:
+            seen.setdefault(name, []).append(kw)
+    methods = sorted(mc)
+    out = []
+    while len(out) < n:
+        name = rng.choice(methods)
+        params = [p for p in oracle.signature(mc[name], name).parameters.values() if p.name != "self"]
+        base = dict(rng.choice(seen[name])) if name in seen else {p.name: (p.default if p.default is not inspect.Parameter.empty else "zz_nonexistent") for p in params}
+        kind = rng.choice(["none", "missing", "extra", "wrong", "wrong", "unknown"])
+        kw = copy.deepcopy(base)
+        required = [p.name for p in params if p.default is inspect.Parameter.empty]
+        if kind == "missing" and required:
+            kw.pop(rng.choice(required), None)
+        elif kind == "extra":
+            kw["bogus_arg"] = 1
+        elif kind in ("wrong", "unknown") and params:
+            kw[rng.choice(params).name] = rng.choice(BAD_VALUES) if kind == "wrong" else "zz_nonexistent"
+        if excluded(name, kw):
+            continue
+        out.append((name, kw))
+    return out
+
+
+def perturb(gt_turns, rng, fuzz):
+    """Drops, duplicates or swaps one call per turn (at random), then mixes the fuzz calls in."""
+    turns = [list(t) for t in gt_turns]
+    for t in turns:
+        op = rng.choice(["keep", "drop", "dup", "swap"])
+        if op == "drop" and t:
+            t.pop(rng.randrange(len(t)))
+        elif op == "dup" and t:
+            i = rng.randrange(len(t))
+            t.insert(i, t[i])
+        elif op == "swap" and len(t) > 1:
+            i = rng.randrange(len(t) - 1)
+            t[i], t[i + 1] = t[i + 1], t[i]
+    for call in fuzz:
+        t = turns[rng.randrange(len(turns))]
+        t.insert(rng.randrange(len(t) + 1), call)
+    return turns
+
+
+def official_verdict(oracle: Oracle, entry: dict, answer: dict, cat: str, turns) -> dict:
+    """The official checker's verdict for a model that made exactly these calls (one call per step)."""
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+    model = oracle.new_episode()
+    decoded = [[[kwargs_to_call(n, kw)] for n, kw in t] for t in turns]
+    r = multi_turn_checker(decoded, answer["ground_truth"], entry, f"multi_turn_{cat}", model)
+    return {"valid": r["valid"], **({"error_type": r["error_type"]} if not r["valid"] else {})}
+
+
 def main(argv: list[str]) -> int:
     out = argv[0]
     limit = int(argv[argv.index("--limit") + 1]) if "--limit" in argv else None
     ids = set(argv[argv.index("--ids") + 1].split(",")) if "--ids" in argv else None
     full = "--full-state" in argv
+    variants = int(argv[argv.index("--fuzz") + 1]) if "--fuzz" in argv else 0
     oracle = Oracle()
     tasks = []
     for cat in CATEGORIES:
@@ -226,7 +306,18 @@ def main(argv: list[str]) -> int:
                 continue
             long_ctx = "long_context" in cat
             turns = ground_truth_turns(oracle, entry, answer)
-            tasks.append({"id": entry["id"], "category": cat, "involved_classes": entry["involved_classes"], "initial_config": to_json(entry["initial_config"]), "long_context": long_ctx, **replay(oracle, entry, turns, long_ctx, full)})
+            task = {"id": entry["id"], "category": cat, "involved_classes": entry["involved_classes"], "initial_config": to_json(entry["initial_config"]), "long_context": long_ctx, **replay(oracle, entry, turns, long_ctx, full)}
+            task["verdict"] = official_verdict(oracle, entry, answer, cat, turns)
+            if variants:
+                rng = random.Random(zlib.crc32(entry["id"].encode()))
+                mutated = perturb(turns, rng, [])
+                fuzzed = perturb(turns, rng, fuzz_calls(oracle, entry, turns, rng, variants))
+                nothing = [[] for _ in turns]
+                task["variants"] = [
+                    {"kind": kind, **replay(oracle, entry, vt, long_ctx, full), "verdict": official_verdict(oracle, entry, answer, cat, vt)}
+                    for kind, vt in (("perturbed", mutated), ("fuzzed", fuzzed), ("nothing", nothing))
+                ]
+            tasks.append(task)
     with open(out, "w") as f:
         json.dump({"tasks": tasks, "long_context_data": long_context_data(), "travel_base_costs": travel_base_costs()}, f)
     return 0
