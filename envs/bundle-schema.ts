@@ -40,6 +40,8 @@ export const EnvManifest = z
     limits: z
       .object({ memory_mb: z.number().int().min(16).max(2048).optional(), call_timeout_ms: z.number().int().min(10).max(60000).optional() })
       .default({}),
+    /** `json` (default): a tool's return value is sent as JSON text. `python`: a tool returns the observation text itself (a string), sent verbatim (ports whose originals render Python text). */
+    observation_format: z.enum(["json", "python"]).optional(),
   })
   .strict()
   .refine((m) => (m.default_state === undefined) !== (m.default_state_file === undefined), {
