@@ -36,6 +36,17 @@ class BfclScorer {
     return { instances, owner };
   }
 
+  /** A ground-truth call's arguments: positional ones (`pos`) bound by the method's Python signature. */
+  static kwargs(set, c) {
+    const kw = Py.fromJson(c.args || {});
+    if (c.pos && c.pos.length) {
+      const cls = set.instances[set.owner[c.name]];
+      const sig = cls ? cls.constructor.SIGNATURES[c.name] : [];
+      c.pos.forEach((v, i) => kw.set(sig[i] ? sig[i][0] : `_${i}`, Py.fromJson(v)));
+    }
+    return kw;
+  }
+
   /** Runs a call the way bfcl-eval's executor does and returns the observation text. */
   static run(set, name, kwargs) {
     const inst = set.instances[set.owner[name]];
@@ -56,7 +67,7 @@ class BfclScorer {
   endTurn() {
     const i = this.turn;
     const gtCalls = (this.task.ground_truth[i] || []);
-    const gtOutputs = gtCalls.map((c) => BfclScorer.run(this.gt, c.name, Py.fromJson(c.args)));
+    const gtOutputs = gtCalls.map((c) => BfclScorer.run(this.gt, c.name, BfclScorer.kwargs(this.gt, c)));
     let verdict = { turn: i, checked: gtCalls.length > 0, valid: true };
     if (gtCalls.length > 0) {
       if (this.turnCalls === 0) verdict = { turn: i, checked: true, valid: false, error_type: "multi_turn:empty_turn_model_response", error_message: `Model response list is empty for turn ${i}` };
