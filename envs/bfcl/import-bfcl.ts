@@ -367,6 +367,7 @@ function scenarioOf(e: BfclEntry, gt: string[][] | undefined, envId: string, cat
     mode: "task",
     user_turns: turns.slice(1),
     max_steps_per_turn: BFCL_MAX_STEPS_PER_TURN,
+    turn_end_method: "_bfcl_end_turn",
     max_steps: e.question.length * (BFCL_MAX_STEPS_PER_TURN + 1),
     initial_state: { task: { id: e.id, category: cat, involved_classes: e.involved_classes, initial_config: e.initial_config, long_context: cat === "long_context", ground_truth: gt.map((turn) => turn.map(parseGroundTruthCall)) } },
     reward: "all",
