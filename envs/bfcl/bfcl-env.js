@@ -6,7 +6,8 @@
 class BfclEnv {
   constructor(state) {
     const plain = (v) => JSON.parse(JSON.stringify(v));
-    const t = state.task;
+    // the manifest's default state has no task (`envscaler check` loads the env with it): no classes, no turns
+    const t = state.task ?? { id: "", involved_classes: [], initial_config: {}, long_context: false, ground_truth: [] };
     const task = {
       id: t.id,
       involved_classes: plain(t.involved_classes),
