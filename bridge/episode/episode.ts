@@ -302,7 +302,9 @@ export class Episode {
     // python-format envs check arguments themselves, as their originals do (Python's own TypeErrors)
     const problem = this.pythonText ? undefined : this.validator.check(call.name, call.arguments);
     if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);
-    const out = session.call(call.name, call.arguments); // a SandboxFault propagates: it ends the episode
+    // python-format envs read numbers as json.loads does (30.0 is a float) when the arguments came as text
+    const args = this.pythonText && call.pyArguments ? call.pyArguments : call.arguments;
+    const out = session.call(call.name, args); // a SandboxFault propagates: it ends the episode
     info.diff.push(...out.diff);
     if (out.kind === "error") return reject("tool_exception", `${call.name} raised ${out.error.name}: ${out.error.message}`);
     record.result = JSON.parse(out.json);

@@ -138,6 +138,18 @@ describe.skipIf(!HAVE_BFCL)(`BFCL v3 multi-turn against the original classes (${
     await runtime.closeEpisode(r.info.episode_id);
   }, 120_000);
 
+  test("arguments sent as JSON text keep Python's int/float distinction (json.loads reads 1.0 as a float)", async () => {
+    const task = golden.tasks.find((t) => t.id.startsWith("multi_turn_base") && t.turns.some((turn) => turn.calls.some((c) => c.name === "mean")))!;
+    const r = await runtime.reset(task.id, 0);
+    const call = (args: string) => ({ role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "add", arguments: args } }] });
+    expect(observationText((await runtime.step(r.info.episode_id, call('{"a": 1.0, "b": 2.0}'))) as unknown as Step)).toBe('{"result": 3.0}');
+    expect(observationText((await runtime.step(r.info.episode_id, call('{"a": 1, "b": 2}'))) as unknown as Step)).toBe('{"result": 3}');
+    expect(observationText((await runtime.step(r.info.episode_id, `<tool_call>{"name": "add", "arguments": {"a": 2.0, "b": 1e1}}</tool_call>`)) as unknown as Step)).toBe('{"result": 12.0}');
+    // a Python TypeError from the original's own argument binding, not our schema validator's
+    expect(observationText((await runtime.step(r.info.episode_id, call('{"a": 1}'))) as unknown as Step)).toBe("Error during execution: MathAPI.add() missing 1 required positional argument: 'b'");
+    await runtime.closeEpisode(r.info.episode_id);
+  }, 120_000);
+
   test("more than 20 tool-calling steps in a turn force-terminate the task (reward 0) when turns remain", async () => {
     const task = golden.tasks.find((t) => t.turns.length > 1 && t.turns[0]!.calls.length > 0)!;
     const call = task.turns[0]!.calls[0]!;
