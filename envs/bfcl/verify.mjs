@@ -26,7 +26,7 @@ export const CLASS_FILES = {
 /** Loads the ports into a fresh context, as the sandbox would (one realm per episode). */
 export function loadPorts(longContextData, travelBaseCosts) {
   const ctx = vm.createContext({});
-  const files = ["py-text.js", "bfcl-runtime.js", "long-context.js", ...Object.values(CLASS_FILES), "bfcl-checker.js"];
+  const files = ["py-text.js", "bfcl-runtime.js", "long-context.js", ...Object.values(CLASS_FILES), "bfcl-scorer.js"];
   let src = "";
   for (const f of files) {
     try {
