@@ -99,6 +99,16 @@ export const Scenario = z
     reference_actions: z.array(ToolCall).optional(),
     /** What a reference agent says to the user (for `outputs` checks when replaying the reference). */
     reference_messages: z.array(z.string()).optional(),
+    /**
+     * Multi-turn tasks (BFCL): the user's later messages. A reply without tool calls ends the current
+     * turn and the next message arrives; `add_tools` makes held-out manifest tools visible from that
+     * turn on (they are hidden before it). The last turn's reply ends the episode.
+     */
+    user_turns: z.array(z.object({ content: z.string(), add_tools: z.array(z.string()).optional() }).strict()).optional(),
+    /** Multi-turn tasks: more tool-calling steps than this within one turn ends the episode (BFCL's force-termination). */
+    max_steps_per_turn: z.number().int().positive().optional(),
+    /** Multi-turn tasks: an env method (no arguments) the episode calls whenever a user turn ends, before the next message. */
+    turn_end_method: z.string().regex(IDENT_RE).optional(),
   })
   .strict()
   .refine((s) => !(s.initial_state && s.state_overrides), { message: "give initial_state or state_overrides, not both" })

@@ -5,6 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d node_modules ] || bash scripts/install.sh
 npm run build
+# the BFCL parity tests (vitest) run the original classes of the pinned bfcl-eval from this venv. It
+# goes in without its dependencies (they pull torch and model SDKs); its multi-turn classes need only
+# mpmath, which python-client[test] pins.
+if [ -f python-client/pyproject.toml ]; then
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/pip install -q -e "python-client[test]"
+  .venv/bin/pip install -q --no-deps "bfcl-eval==2026.3.23"
+fi
 npx vitest run
 # the bundled envs must all pass `envscaler check` (skipped only while none is bundled yet)
 if ls envs/*/manifest.json >/dev/null 2>&1; then node dist/cli/main.js check envs/; fi

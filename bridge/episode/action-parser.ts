@@ -1,9 +1,16 @@
+import { pyJsonParse } from "../../envs/bfcl/py-json.js";
+
 /** One tool call as the agent made it, before validation. `argumentsError` is set when its arguments were not a JSON object. */
 export interface ParsedCall {
   id: string;
   name: string;
   arguments: Record<string, unknown>;
   argumentsError?: string;
+  /**
+   * The arguments as Python's json.loads reads their text (integral floats such as `30.0` kept as
+   * `{"$float": 30}`), when they arrived as JSON text; python-format envs get these.
+   */
+  pyArguments?: Record<string, unknown>;
 }
 
 /** What an agent's action amounts to. */
@@ -32,14 +39,24 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
-function parseArguments(raw: unknown): { args: Record<string, unknown>; error?: string } {
+/** The same JSON text read with Python's int/float distinction; undefined when it does not parse so. */
+function pyParse(text: string): Record<string, unknown> | undefined {
+  try {
+    const v = pyJsonParse(text);
+    return isRecord(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseArguments(raw: unknown, pyRaw?: unknown): { args: Record<string, unknown>; error?: string; py?: Record<string, unknown> } {
   if (raw === undefined || raw === null) return { args: {} };
-  if (isRecord(raw)) return { args: raw };
+  if (isRecord(raw)) return { args: raw, ...(isRecord(pyRaw) ? { py: pyRaw } : {}) };
   if (typeof raw === "string") {
     if (raw.trim() === "") return { args: {} };
     try {
       const parsed: unknown = JSON.parse(raw);
-      if (isRecord(parsed)) return { args: parsed };
+      if (isRecord(parsed)) return { args: parsed, py: pyParse(raw) };
       return { args: {}, error: "arguments must be a JSON object" };
     } catch (e) {
       return { args: {}, error: `arguments are not valid JSON: ${(e as Error).message}` };
@@ -83,22 +100,27 @@ function flattenCalls(values: unknown[]): unknown[] {
   return values.flatMap((v) => (Array.isArray(v) ? v : isRecord(v) && Array.isArray(v.tool_calls) ? v.tool_calls : [v]));
 }
 
-/** Accepts `{name, arguments}` and its common variants, or an OpenAI tool_call `{id, type, function: {name, arguments}}`. */
-function parseCall(raw: unknown, index: number, step: number): ParsedCall | string {
+/**
+ * Accepts `{name, arguments}` and its common variants, or an OpenAI tool_call `{id, type, function: {name, arguments}}`.
+ * `pyRaw` is the same call read from its text with Python's number types, when it came as text.
+ */
+function parseCall(raw: unknown, index: number, step: number, pyRaw?: unknown): ParsedCall | string {
   if (!isRecord(raw)) return `tool call ${index} is not an object`;
   const fn = callBody(raw);
   const name = callName(fn);
   if (name === undefined) return `tool call ${index} has no function name`;
   const argKey = ARG_KEYS.find((k) => fn[k] !== undefined);
-  const { args, error } = parseArguments(argKey ? fn[argKey] : undefined);
+  const pyFn = isRecord(pyRaw) ? callBody(pyRaw) : undefined;
+  const { args, error, py } = parseArguments(argKey ? fn[argKey] : undefined, argKey && pyFn ? pyFn[argKey] : undefined);
   const id = typeof raw.id === "string" && raw.id ? raw.id : `call_${step}_${index}`;
-  return error ? { id, name, arguments: args, argumentsError: error } : { id, name, arguments: args };
+  if (error) return { id, name, arguments: args, argumentsError: error };
+  return py ? { id, name, arguments: args, pyArguments: py } : { id, name, arguments: args };
 }
 
-function fromCallList(list: unknown[], step: number, text = "", reasoning?: string): ParsedAction {
+function fromCallList(list: unknown[], step: number, text = "", reasoning?: string, pyList?: unknown[]): ParsedAction {
   const calls: ParsedCall[] = [];
   for (const [i, raw] of list.entries()) {
-    const c = parseCall(raw, i, step);
+    const c = parseCall(raw, i, step, pyList?.[i]);
     if (typeof c === "string") return invalid(c);
     calls.push(c);
   }
@@ -205,18 +227,30 @@ export function parseAssistantText(text: string, step: number): ParsedAction {
   if (/<think>/i.test(rest)) return invalid("unclosed <think> tag");
   rest = rest.replace(/<\/think>/gi, ""); // templates that prefill <think> leave only the close tag
   const blocks: unknown[] = [];
+  const pyBlocks: unknown[] = [];
   let bad: string | undefined;
   rest = rest.replace(TOOL_CALL_RE, (_, body: string) => {
     const fenced = /^```[A-Za-z]*\s*([\s\S]*?)\s*```$/.exec(body.trim());
-    const p = parseJson(fenced ? fenced[1]! : body);
-    if (p.ok) blocks.push(p.value);
-    else bad ??= `a <tool_call> block is not valid JSON: ${p.error}`;
+    const text = fenced ? fenced[1]! : body;
+    const p = parseJson(text);
+    if (p.ok) {
+      blocks.push(p.value);
+      try {
+        pyBlocks.push(pyParse(text));
+      } catch {
+        pyBlocks.push(undefined);
+      }
+    } else bad ??= `a <tool_call> block is not valid JSON: ${p.error}`;
     return "";
   });
   if (bad) return invalid(bad);
   if (/<\/?tool_call>/i.test(rest)) return invalid("unclosed <tool_call> tag");
   const content = rest.trim();
-  if (blocks.length) return fromCallList(flattenCalls(blocks), step, content, reasoning);
+  if (blocks.length) {
+    const flat = flattenCalls(blocks);
+    // Python-typed copies line up with the calls only when no block held a list of calls
+    return fromCallList(flat, step, content, reasoning, flat.length === blocks.length ? pyBlocks : undefined);
+  }
   if (!content) return invalid("the reply is empty");
   const found = fencedCalls(content) ?? bareCalls(content);
   if (!found) return { kind: "text", text: content, reasoning };

@@ -25,7 +25,7 @@ export interface Observation {
   tool_results?: ToolResult[];
 }
 
-export type EndReason = "text_reply" | "user_stop" | "terminating_tool" | "max_steps" | "client" | "env_fault";
+export type EndReason = "text_reply" | "user_stop" | "terminating_tool" | "max_steps" | "turn_step_limit" | "client" | "env_fault";
 
 /** A typed episode-ending error: the env (or its user simulator) failed, not the agent. */
 export interface EpisodeError {
@@ -54,6 +54,10 @@ export interface StepInfo {
   end_text?: string;
   reward_info?: RewardInfo;
   error?: EpisodeError;
+  /** Multi-turn scenarios: the user turn now under way (0-based), and what the env said when the last one ended. */
+  turn?: { index: number; ended?: unknown };
+  /** Multi-turn scenarios: the tool list from this step on, when it changed (held-out tools were added). */
+  tools?: ToolSchema[];
 }
 
 export interface StepResult {
@@ -107,6 +111,8 @@ export interface EpisodeSnapshot {
   /** Memory this snapshot holds (the sandbox image; host-side parts are small). */
   readonly bytes: number;
   readonly stateHash: string;
+  /** Where a multi-turn scenario is (its turn, that turn's steps, the tools shown so far) and whether the user stopped at its opening. */
+  readonly progress: { turn: number; turnSteps: number; visibleTools: ToolSchema[]; stoppedAtOpening: boolean };
 }
 
 export class EpisodeStateError extends Error {
@@ -165,6 +171,10 @@ export class Episode {
   private readonly validator: ToolValidator;
   private actions: ActionRecord[] = [];
   private messages: string[] = [];
+  /** Multi-turn scenarios (user_turns): the turn under way and its tool-calling steps so far. */
+  private turn = 0;
+  private turnSteps = 0;
+  private visibleTools: ToolSchema[];
   inputs: EpisodeInputs;
   readonly maxSteps: number;
 
@@ -172,6 +182,42 @@ export class Episode {
     this.validator = ToolValidator.for(options.bundle.manifest.tools);
     this.maxSteps = options.scenario.max_steps ?? options.bundle.manifest.max_steps;
     this.inputs = { env_id: options.bundle.id, scenario_id: options.scenario.id, seed: options.seed, actions: [], user_replies: [] };
+    const held = new Set((options.scenario.user_turns ?? []).flatMap((t) => t.add_tools ?? []));
+    this.visibleTools = options.bundle.manifest.tools.filter((t) => !held.has(t.function.name));
+  }
+
+  private get multiTurn(): boolean {
+    return this.options.scenario.user_turns !== undefined;
+  }
+
+  private get pythonText(): boolean {
+    return this.options.bundle.manifest.observation_format === "python";
+  }
+
+  /**
+   * Ends the user turn under way (multi-turn scenarios): tells the env (turn_end_method) and, when
+   * another turn follows, returns its user message; undefined when it was the last turn.
+   */
+  private endTurn(session: EnvSession, info: StepInfo): Observation | undefined {
+    const { scenario } = this.options;
+    let ended: unknown;
+    if (scenario.turn_end_method) {
+      const out = session.call(scenario.turn_end_method, {}); // a SandboxFault propagates: it ends the episode
+      info.diff.push(...out.diff);
+      ended = out.kind === "result" ? JSON.parse(out.json) : { error: out.error };
+    }
+    const next = scenario.user_turns![this.turn];
+    this.turn++;
+    this.turnSteps = 0;
+    info.turn = { index: this.turn, ended };
+    if (!next) return undefined;
+    if (next.add_tools?.length) {
+      const add = new Set(next.add_tools);
+      this.visibleTools = [...this.visibleTools, ...this.options.bundle.manifest.tools.filter((t) => add.has(t.function.name))];
+      info.tools = this.visibleTools;
+    }
+    this.inputs.user_replies.push(next.content);
+    return { role: "user", content: next.content };
   }
 
   get id(): string {
@@ -208,7 +254,7 @@ export class Episode {
         seed,
         introduction: bundle.manifest.introduction,
         rules: bundle.manifest.rules,
-        tools: bundle.manifest.tools,
+        tools: this.visibleTools,
         max_steps: this.maxSteps,
         state_hash: this.session.stateHash(),
         env_hash: bundle.contentHash,
@@ -246,6 +292,7 @@ export class Episode {
       seed: this.options.seed,
       bytes: env.image.machine.bytes,
       stateHash: session.stateHash(),
+      progress: { turn: this.turn, turnSteps: this.turnSteps, visibleTools: [...this.visibleTools], stoppedAtOpening: this.stoppedAtOpening },
     };
   }
 
@@ -258,6 +305,10 @@ export class Episode {
     episode.actions = structuredClone(snap.actions) as ActionRecord[];
     episode.messages = [...snap.messages];
     episode.inputs = structuredClone(snap.inputs);
+    episode.turn = snap.progress.turn;
+    episode.turnSteps = snap.progress.turnSteps;
+    episode.visibleTools = [...snap.progress.visibleTools];
+    episode.stoppedAtOpening = snap.progress.stoppedAtOpening;
     return episode;
   }
 
@@ -286,7 +337,16 @@ export class Episode {
     let endReason: EndReason | undefined;
 
     try {
-      if (parsed.kind === "invalid") {
+      if (this.multiTurn && parsed.kind !== "tool_calls") {
+        // BFCL's loop: a reply without tool calls (or one it cannot decode) ends the user turn
+        if (parsed.kind === "text") this.messages.push(parsed.text);
+        const next = this.endTurn(session, info);
+        if (next) observation = next;
+        else {
+          observation = { role: "user", content: "Task finished" };
+          endReason = "text_reply";
+        }
+      } else if (parsed.kind === "invalid") {
         observation = { role: "user", content: errorContent("invalid_action", parsed.message) };
       } else if (parsed.kind === "tool_calls" && parsed.calls.length > MAX_CALLS_PER_ACTION) {
         observation = { role: "user", content: errorContent("invalid_action", `an action may make at most ${MAX_CALLS_PER_ACTION} tool calls (MAX_CALLS_PER_ACTION); this one makes ${parsed.calls.length}, so none ran`) };
@@ -317,6 +377,12 @@ export class Episode {
         });
         observation = { role: "tool", content: results.length === 1 ? results[0]!.content : `[${results.map((r) => r.content).join(",")}]`, tool_results: results };
         if (parsed.calls.some((c) => this.options.bundle.manifest.terminating_tools.includes(c.name))) endReason = "terminating_tool";
+        const perTurn = this.options.scenario.max_steps_per_turn;
+        if (this.multiTurn && perTurn !== undefined && ++this.turnSteps > perTurn && endReason === undefined) {
+          // past the cap the original force-quits: this turn still counts, later ones are never played
+          this.endTurn(session, info);
+          endReason = "turn_step_limit";
+        }
       }
     } catch (e) {
       if (e instanceof SandboxFault) return this.fail(info, { code: e.code, message: e.message });
@@ -349,14 +415,19 @@ export class Episode {
     const bad = nonFinite(call.arguments, "");
     if (bad) return reject("invalid_arguments", `${call.name}: argument ${bad} is not a finite number (NaN and Infinity are not JSON)`);
     if (!this.validator.has(call.name)) return reject("unknown_tool", `unknown tool '${call.name}'; the tools are: ${this.validator.names.join(", ")}`);
-    const problem = this.validator.check(call.name, call.arguments);
+    // python-format envs check arguments themselves, as their originals do (Python's own TypeErrors)
+    const problem = this.pythonText ? undefined : this.validator.check(call.name, call.arguments);
     if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);
-    const out = session.call(call.name, call.arguments); // a SandboxFault propagates: it ends the episode
+    // python-format envs read numbers as json.loads does (30.0 is a float) when the arguments came as text
+    const args = this.pythonText && call.pyArguments ? call.pyArguments : call.arguments;
+    const out = session.call(call.name, args); // a SandboxFault propagates: it ends the episode
     info.diff.push(...out.diff);
     if (out.kind === "error") return reject("tool_exception", `${call.name} raised ${out.error.name}: ${out.error.message}`);
     record.result = JSON.parse(out.json);
-    // python-format envs show the agent Python's text (a string verbatim, else json.dumps)
-    return { tool_call_id: call.id, name: call.name, content: out.text ?? out.json, ok: true };
+    // python-format envs show the agent Python's text (a string verbatim, else json.dumps); an env
+    // that renders its own text returns it as a string, which is shown as is
+    const content = out.text ?? (this.pythonText && typeof record.result === "string" ? record.result : out.json);
+    return { tool_call_id: call.id, name: call.name, content, ok: true };
   }
 
   /** Ends the episode on the client's request (evaluation harnesses, `envscaler check`) and scores it. */

@@ -19,7 +19,8 @@ export class ToolValidator {
   }
 
   constructor(tools: readonly ToolSchema[]) {
-    const ajv = new Ajv({ allErrors: true, strict: false });
+    // OpenAPI's numeric formats (BFCL marks floats with format: "float") describe, not constrain: accept them silently
+    const ajv = new Ajv({ allErrors: true, strict: false, formats: { float: true, double: true, int32: true, int64: true } });
     for (const t of tools) {
       const params = t.function.parameters as Record<string, unknown>;
       const schema = "additionalProperties" in params ? params : { ...params, additionalProperties: false };
