@@ -29,7 +29,11 @@ function loadFile(file: string): TrajectoryFile {
 
 /** A trajectory file, or a folder of them (a bridge's record dir, a rollout's trajectories/). */
 function load(file: string, episode?: string): RecordedEpisode[] {
-  if (!existsSync(file)) throw new Error(`no file ${file} (serve records episodes to --record-dir, default ./trajectories)`);
+  if (!existsSync(file)) {
+    // unreadable like a foreign file (exit 2); 1 means an episode diverged
+    console.error(`envscaler: no file ${file} (serve records episodes to --record-dir, default ./trajectories)`);
+    process.exit(EXIT_UNREADABLE);
+  }
   const files = statSync(file).isDirectory() ? readdirSync(file).filter((f) => f.endsWith(".jsonl")).sort().map((f) => join(file, f)) : [file];
   const all = files.flatMap((f) => loadFile(f).episodes);
   const eps = episode ? all.filter((e) => e.start.episode_id === episode) : all;

@@ -53,7 +53,7 @@ test("the CLI: list prints envs and scenarios; a mistyped scenario lists close m
     ["export", "sft", join(dir, "missing.jsonl"), "-o", join(dir, "x.jsonl")],
   ]) {
     const r = await envscaler(...args);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2); // unreadable input (1 is "an episode diverged")
     expect(r.stderr.trim()).toBe(`envscaler: no file ${join(dir, "missing.jsonl")} (serve records episodes to --record-dir, default ./trajectories)`);
   }
   const empty = join(dir, "empty.jsonl");

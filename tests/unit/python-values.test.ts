@@ -99,12 +99,12 @@ describe("the Py layer", () => {
 // and the observation; the same bundle as "json" keeps today's JSON observations; state hashes
 // do not depend on the format.
 const ENV_SOURCE = `class Shop {
-  show({ id }) { return this.items[id]; }
-  name({ id }) { return this.items[id].name; }
-  add_variant({ id, vid }) { this.items[id].variants[vid] = { price: Py ? Py.float(10) : 10 }; return this.items[id]; }
-  drop_variant({ id, vid }) { delete this.items[id].variants[vid]; return this.items[id]; }
+  show({ id }) { return this.items[id] ?? "Error: no item"; }
+  name({ id }) { return this.items[id]?.name ?? "Error: no item"; }
+  add_variant({ id, vid }) { if (!this.items[id]) return "Error: no item"; this.items[id].variants[vid] = { price: Py ? Py.float(10) : 10 }; return this.items[id]; }
+  drop_variant({ id, vid }) { if (!this.items[id]) return "Error: no item"; delete this.items[id].variants[vid]; return this.items[id]; }
   list() { return Object.keys(this.items); }
-  copy({ id }) { return Py.copy(this.items[id]); }
+  copy({ id }) { return this.items[id] ? Py.copy(this.items[id]) : "Error: no item"; }
 }
 var Py = typeof Py === "undefined" ? null : Py;`;
 
