@@ -24,7 +24,7 @@ class BfclEnv {
     const out = {};
     for (const [name, inst] of Object.entries(this._scorer.model.instances)) {
       const attrs = {};
-      for (const k of Object.keys(inst)) if (!k.startsWith("_")) attrs[k] = k === "root" ? { [Py.str(inst.root.name)]: { type: "directory", contents: inst.root.__json__() } } : Py.toJson(inst[k]);
+      for (const k of Object.keys(inst)) if (!k.startsWith("_")) attrs[k] = k === "root" ? { [PyText.str(inst.root.name)]: { type: "directory", contents: inst.root.__json__() } } : PyText.toJson(inst[k]);
       out[name] = attrs;
     }
     return out;
@@ -32,7 +32,7 @@ class BfclEnv {
 
   /** One model call: the observation text exactly as bfcl-eval renders it. */
   _call(name, args) {
-    const out = this._scorer.call(name, Py.fromJson(args ?? {}));
+    const out = this._scorer.call(name, PyText.fromJson(args ?? {}));
     this.bfcl.calls += 1;
     this.state = this._view();
     return out;

@@ -8,7 +8,7 @@ const BfclRuntime = (function () {
 
   /** AttributeError for a method a value's type does not have (what Python raises on misuse). */
   function noAttr(v, name) {
-    return new Py.PyError("AttributeError", `'${Py.typeName(v)}' object has no attribute '${name}'`);
+    return new PyText.PyError("AttributeError", `'${PyText.typeName(v)}' object has no attribute '${name}'`);
   }
   /** Calls a str method on v, raising Python's AttributeError when v is not a str. */
   function strOnly(v, name) {
@@ -25,11 +25,11 @@ const BfclRuntime = (function () {
   /** Binds kwargs (a PyDict or a plain object of Python values) to a signature: [[name, default?], ...]. */
   function bind(className, method, sig, kwargs) {
     const qual = `${className}.${method}`;
-    const given = kwargs instanceof Py.PyDict ? kwargs : new Py.PyDict(Object.entries(kwargs));
+    const given = kwargs instanceof PyText.PyDict ? kwargs : new PyText.PyDict(Object.entries(kwargs));
     const names = sig.map((p) => p[0]);
-    for (const k of given.keys()) if (!names.includes(k)) throw new Py.PyError("TypeError", `${qual}() got an unexpected keyword argument '${k}'`);
+    for (const k of given.keys()) if (!names.includes(k)) throw new PyText.PyError("TypeError", `${qual}() got an unexpected keyword argument '${k}'`);
     const missing = sig.filter((p) => p.length < 2 && !given.has(p[0])).map((p) => p[0]);
-    if (missing.length) throw new Py.PyError("TypeError", missingText(qual, missing));
+    if (missing.length) throw new PyText.PyError("TypeError", missingText(qual, missing));
     return sig.map((p) => (given.has(p[0]) ? given.get(p[0]) : p[1]));
   }
 
@@ -38,11 +38,11 @@ const BfclRuntime = (function () {
     const cls = instance.constructor;
     try {
       const sig = cls.SIGNATURES[method];
-      if (!sig) throw new Py.PyError("AttributeError", `'${cls.name}' object has no attribute '${method}'`);
+      if (!sig) throw new PyText.PyError("AttributeError", `'${cls.name}' object has no attribute '${method}'`);
       const args = bind(cls.name, method, sig, kwargs);
-      return Py.render(instance[method](...args));
+      return PyText.render(instance[method](...args));
     } catch (e) {
-      if (e instanceof Py.PyError) return `Error during execution: ${e.message}`;
+      if (e instanceof PyText.PyError) return `Error during execution: ${e.message}`;
       throw e;
     }
   }

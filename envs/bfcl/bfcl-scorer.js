@@ -29,7 +29,7 @@ class BfclScorer {
     for (const c of task.involved_classes) {
       const cls = classes[c];
       const inst = new cls();
-      if (c !== "MathAPI") inst._load_scenario(Py.fromJson((task.initial_config || {})[c] ?? {}), !!task.long_context);
+      if (c !== "MathAPI") inst._load_scenario(PyText.fromJson((task.initial_config || {})[c] ?? {}), !!task.long_context);
       instances[c] = inst;
       for (const m of Object.keys(cls.SIGNATURES)) owner[m] = c;
     }
@@ -38,11 +38,11 @@ class BfclScorer {
 
   /** A ground-truth call's arguments: positional ones (`pos`) bound by the method's Python signature. */
   static kwargs(set, c) {
-    const kw = Py.fromJson(c.args || {});
+    const kw = PyText.fromJson(c.args || {});
     if (c.pos && c.pos.length) {
       const cls = set.instances[set.owner[c.name]];
       const sig = cls ? cls.constructor.SIGNATURES[c.name] : [];
-      c.pos.forEach((v, i) => kw.set(sig[i] ? sig[i][0] : `_${i}`, Py.fromJson(v)));
+      c.pos.forEach((v, i) => kw.set(sig[i] ? sig[i][0] : `_${i}`, PyText.fromJson(v)));
     }
     return kw;
   }
@@ -90,7 +90,7 @@ class BfclScorer {
   static stateDifference(model, gt) {
     for (const [cls, g] of Object.entries(gt)) {
       const m = model[cls];
-      const attrs = Object.keys(g).filter((a) => !a.startsWith("_") && !Py.eq(m[a], g[a]));
+      const attrs = Object.keys(g).filter((a) => !a.startsWith("_") && !PyText.eq(m[a], g[a]));
       if (attrs.length) return { cls, attrs };
     }
     return null;

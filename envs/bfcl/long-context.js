@@ -7,7 +7,7 @@ const BfclLongContext = (function () {
   return function get(name) {
     if (!cache.has(name)) {
       if (typeof BFCL_LONG_CONTEXT === "undefined" || !(name in BFCL_LONG_CONTEXT)) throw new Error(`long-context constant ${name} is missing from the bundle`);
-      cache.set(name, Py.fromJson(BFCL_LONG_CONTEXT[name]));
+      cache.set(name, PyText.fromJson(BFCL_LONG_CONTEXT[name]));
     }
     return cache.get(name);
   };

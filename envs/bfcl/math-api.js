@@ -9,10 +9,10 @@ const MP_LOG2_10 = Math.log(10) / Math.log(2); // Python's math.log(10, 2)
 const bitLen = (n) => (n === 0n ? 0 : n.toString(2).length);
 
 function mpDpsToPrec(n) {
-  return Py.int(Math.max(1, Number(Py.round((Number(Py.int(n)) + 1) * 3.3219280948873626))));
+  return PyText.int(Math.max(1, Number(PyText.round((Number(PyText.int(n)) + 1) * 3.3219280948873626))));
 }
 function mpPrecToDps(n) {
-  return Math.max(1, Number(Py.round(Number(n) / 3.3219280948873626)) - 1);
+  return Math.max(1, Number(PyText.round(Number(n) / 3.3219280948873626)) - 1);
 }
 function mpReprDps(prec) {
   const dps = mpPrecToDps(prec);
@@ -56,7 +56,7 @@ function mpFromNumber(v) {
     }
     return mpNormalize(v < 0, BigInt(x), e, Infinity);
   }
-  throw Py.TypeError(`cannot create mpf from ${Py.repr(v)}`);
+  throw PyText.TypeError(`cannot create mpf from ${PyText.repr(v)}`);
 }
 
 /** atanh(p/q) * 2^W for 0 <= p/q < 1, as a fixed-point BigInt (truncating). */
@@ -108,7 +108,7 @@ function mpLog(x, prec) {
 /** a / b rounded to prec bits (mpf_div). */
 function mpDiv(a, b, prec) {
   if (a.nan || b.nan) return { nan: true };
-  if (b.zero) throw new Py.PyError("ZeroDivisionError", "");
+  if (b.zero) throw new PyText.PyError("ZeroDivisionError", "");
   if (a.zero) return { zero: true };
   if (a.inf) return b.inf ? { nan: true } : { inf: true, neg: a.neg !== b.neg };
   if (b.inf) return { zero: true };
@@ -181,7 +181,7 @@ function decFromNumber(v) {
     }
     return { neg: v < 0 || Object.is(v, -0), int: (BigInt(x) * 5n ** BigInt(k)).toString(), exp: -k };
   }
-  throw Py.TypeError(`conversion from ${Py.typeName(v)} to Decimal is not supported`);
+  throw PyText.TypeError(`conversion from ${PyText.typeName(v)} to Decimal is not supported`);
 }
 
 /** Rounds a coefficient to prec digits, half-even (Decimal._fix for normal numbers). */
@@ -278,7 +278,7 @@ class MathAPI {
   }
 
   _d(...pairs) {
-    return new Py.PyDict(pairs);
+    return new PyText.PyDict(pairs);
   }
 
   _isNumber(v) {
@@ -293,9 +293,9 @@ class MathAPI {
       const lb = this._mpLogOf(base, prec);
       const r = mpDiv(lv, lb, prec);
       const text = mpToStr(r, mpReprDps(prec));
-      return this._d(["result", new Py.PyOpaque(`mpf('${text}')`, mpToStr(r, mpPrecToDps(prec)))]);
+      return this._d(["result", new PyText.PyOpaque(`mpf('${text}')`, mpToStr(r, mpPrecToDps(prec)))]);
     } catch (e) {
-      if (e instanceof Py.PyError) return this._d(["error", e.message]);
+      if (e instanceof PyText.PyError) return this._d(["error", e.message]);
       throw e;
     }
   }
@@ -313,50 +313,50 @@ class MathAPI {
   }
 
   mean(numbers) {
-    if (!Py.truthy(numbers)) return this._d(["error", "Cannot calculate mean of an empty list"]);
+    if (!PyText.truthy(numbers)) return this._d(["error", "Cannot calculate mean of an empty list"]);
     try {
-      return this._d(["result", Py.div(Py.sum(numbers), Py.len(numbers))]);
+      return this._d(["result", PyText.div(PyText.sum(numbers), PyText.len(numbers))]);
     } catch (e) {
-      if (e instanceof Py.PyError && e.pyType === "TypeError") return this._d(["error", "All elements in the list must be numbers"]);
+      if (e instanceof PyText.PyError && e.pyType === "TypeError") return this._d(["error", "All elements in the list must be numbers"]);
       throw e;
     }
   }
 
   standard_deviation(numbers) {
-    if (!Py.truthy(numbers)) return this._d(["error", "Cannot calculate standard deviation of an empty list"]);
+    if (!PyText.truthy(numbers)) return this._d(["error", "Cannot calculate standard deviation of an empty list"]);
     try {
-      const n = Py.len(numbers);
-      const mean = Py.div(Py.sum(numbers), n);
-      const variance = Py.div(Py.sum(Py.iter(numbers).map((x) => Py.pow(Py.sub(x, mean), 2n))), n);
-      if (Py.lt(variance, 0n)) throw Py.ValueError("math domain error");
-      return this._d(["result", Math.sqrt(Py.toF(variance))]);
+      const n = PyText.len(numbers);
+      const mean = PyText.div(PyText.sum(numbers), n);
+      const variance = PyText.div(PyText.sum(PyText.iter(numbers).map((x) => PyText.pow(PyText.sub(x, mean), 2n))), n);
+      if (PyText.lt(variance, 0n)) throw PyText.ValueError("math domain error");
+      return this._d(["result", Math.sqrt(PyText.toF(variance))]);
     } catch (e) {
-      if (e instanceof Py.PyError && e.pyType === "TypeError") return this._d(["error", "All elements in the list must be numbers"]);
+      if (e instanceof PyText.PyError && e.pyType === "TypeError") return this._d(["error", "All elements in the list must be numbers"]);
       throw e;
     }
   }
 
   si_unit_conversion(value, unit_in, unit_out) {
-    const to = new Py.PyDict([["km", 1000n], ["m", 1n], ["cm", 0.01], ["mm", 0.001], ["um", 1e-6], ["nm", 1e-9]]);
-    const from = new Py.PyDict(to.items().map(([u, f]) => [u, Py.div(1n, f)]));
+    const to = new PyText.PyDict([["km", 1000n], ["m", 1n], ["cm", 0.01], ["mm", 0.001], ["um", 1e-6], ["nm", 1e-9]]);
+    const from = new PyText.PyDict(to.items().map(([u, f]) => [u, PyText.div(1n, f)]));
     if (!this._isNumber(value)) return this._d(["error", "Value must be a number"]);
-    if (!Py.contains(to, unit_in) || !Py.contains(from, unit_out)) return this._d(["error", `Conversion from '${Py.str(unit_in)}' to '${Py.str(unit_out)}' is not supported`]);
-    return this._d(["result", Py.mul(Py.mul(value, to.item(unit_in)), from.item(unit_out))]);
+    if (!PyText.contains(to, unit_in) || !PyText.contains(from, unit_out)) return this._d(["error", `Conversion from '${PyText.str(unit_in)}' to '${PyText.str(unit_out)}' is not supported`]);
+    return this._d(["result", PyText.mul(PyText.mul(value, to.item(unit_in)), from.item(unit_out))]);
   }
 
   imperial_si_conversion(value, unit_in, unit_out) {
-    const conv = new Py.PyDict([
+    const conv = new PyText.PyDict([
       ["cm_to_in", 0.393701], ["in_to_cm", 2.54], ["m_to_ft", 3.28084], ["ft_to_m", 0.3048], ["m_to_yd", 1.09361], ["yd_to_m", 0.9144],
       ["km_to_miles", 0.621371], ["miles_to_km", 1.60934], ["kg_to_lb", 2.20462], ["lb_to_kg", 0.453592], ["celsius_to_fahrenheit", 1.8], ["fahrenheit_to_celsius", 5 / 9],
     ]);
     if (!this._isNumber(value)) return this._d(["error", "Value must be a number"]);
-    if (Py.eq(unit_in, unit_out)) return this._d(["result", value]);
-    const key = `${Py.str(unit_in)}_to_${Py.str(unit_out)}`;
-    if (!conv.has(key)) return this._d(["error", `Conversion from '${Py.str(unit_in)}' to '${Py.str(unit_out)}' is not supported`]);
+    if (PyText.eq(unit_in, unit_out)) return this._d(["result", value]);
+    const key = `${PyText.str(unit_in)}_to_${PyText.str(unit_out)}`;
+    if (!conv.has(key)) return this._d(["error", `Conversion from '${PyText.str(unit_in)}' to '${PyText.str(unit_out)}' is not supported`]);
     let r;
-    if (unit_in === "celsius" && unit_out === "fahrenheit") r = Py.add(Py.mul(value, conv.item(key)), 32n);
-    else if (unit_in === "fahrenheit" && unit_out === "celsius") r = Py.mul(Py.sub(value, 32n), conv.item(key));
-    else r = Py.mul(value, conv.item(key));
+    if (unit_in === "celsius" && unit_out === "fahrenheit") r = PyText.add(PyText.mul(value, conv.item(key)), 32n);
+    else if (unit_in === "fahrenheit" && unit_out === "celsius") r = PyText.mul(PyText.sub(value, 32n), conv.item(key));
+    else r = PyText.mul(value, conv.item(key));
     return this._d(["result", r]);
   }
 
@@ -365,71 +365,71 @@ class MathAPI {
       return this._d(["result", f()]);
     } catch (e) {
       if (e instanceof MathAPI.Early) return e.value;
-      if (e instanceof Py.PyError && e.pyType === "TypeError") return this._d(["error", msg]);
+      if (e instanceof PyText.PyError && e.pyType === "TypeError") return this._d(["error", msg]);
       throw e;
     }
   }
 
   add(a, b) {
-    return this._arith(() => Py.add(a, b), "Both inputs must be numbers");
+    return this._arith(() => PyText.add(a, b), "Both inputs must be numbers");
   }
 
   subtract(a, b) {
-    return this._arith(() => Py.sub(a, b), "Both inputs must be numbers");
+    return this._arith(() => PyText.sub(a, b), "Both inputs must be numbers");
   }
 
   multiply(a, b) {
     if (!this._isNumber(a) || !this._isNumber(b)) return this._d(["error", "Both inputs must be numbers"]);
-    return this._arith(() => Py.mul(a, b), "Both inputs must be numbers");
+    return this._arith(() => PyText.mul(a, b), "Both inputs must be numbers");
   }
 
   divide(a, b) {
     return this._arith(() => {
-      if (Py.eq(b, 0n)) throw new MathAPI.Early(this._d(["error", "Cannot divide by zero"]));
-      return Py.div(a, b);
+      if (PyText.eq(b, 0n)) throw new MathAPI.Early(this._d(["error", "Cannot divide by zero"]));
+      return PyText.div(a, b);
     }, "Both inputs must be numbers");
   }
 
   power(base, exponent) {
-    return this._arith(() => Py.pow(base, exponent), "Both inputs must be numbers");
+    return this._arith(() => PyText.pow(base, exponent), "Both inputs must be numbers");
   }
 
   square_root(number, precision) {
     try {
-      if (Py.lt(number, 0n)) return this._d(["error", "Cannot calculate square root of a negative number"]);
-      if (typeof precision !== "bigint" && typeof precision !== "boolean") throw Py.TypeError("an integer is required");
-      const p = Number(Py.toI(precision));
-      if (p < 1) throw Py.ValueError("valid range for prec is [1, MAX_PREC]");
+      if (PyText.lt(number, 0n)) return this._d(["error", "Cannot calculate square root of a negative number"]);
+      if (typeof precision !== "bigint" && typeof precision !== "boolean") throw PyText.TypeError("an integer is required");
+      const p = Number(PyText.toI(precision));
+      if (p < 1) throw PyText.ValueError("valid range for prec is [1, MAX_PREC]");
       this._dec_prec = p;
       const r = decSqrt(decFromNumber(number), p);
-      if (r === null) throw new Py.PyError("InvalidOperation", "[<class 'decimal.InvalidOperation'>]");
+      if (r === null) throw new PyText.PyError("InvalidOperation", "[<class 'decimal.InvalidOperation'>]");
       const s = decToStr(r);
-      return this._d(["result", new Py.PyOpaque(`Decimal('${s}')`, s)]);
+      return this._d(["result", new PyText.PyOpaque(`Decimal('${s}')`, s)]);
     } catch (e) {
-      if (e instanceof Py.PyError && (e.pyType === "TypeError" || e.pyType === "InvalidOperation")) return this._d(["error", "Input must be a number or computation resulted in an invalid operation"]);
+      if (e instanceof PyText.PyError && (e.pyType === "TypeError" || e.pyType === "InvalidOperation")) return this._d(["error", "Input must be a number or computation resulted in an invalid operation"]);
       throw e;
     }
   }
 
   absolute_value(number) {
-    return this._arith(() => Py.abs(number), "Input must be a number");
+    return this._arith(() => PyText.abs(number), "Input must be a number");
   }
 
   round_number(number, decimal_places) {
-    return this._arith(() => Py.round(number, decimal_places), "First input must be a number, second input must be an integer");
+    return this._arith(() => PyText.round(number, decimal_places), "First input must be a number, second input must be an integer");
   }
 
   percentage(part, whole) {
     return this._arith(() => {
-      if (Py.eq(whole, 0n)) throw new MathAPI.Early(this._d(["error", "Whole value cannot be zero"]));
-      return Py.mul(Py.div(part, whole), 100n);
+      if (PyText.eq(whole, 0n)) throw new MathAPI.Early(this._d(["error", "Whole value cannot be zero"]));
+      return PyText.mul(PyText.div(part, whole), 100n);
     }, "Both inputs must be numbers");
   }
 
   _minmax(numbers, emptyMsg, better) {
-    if (!Py.truthy(numbers)) return this._d(["error", emptyMsg]);
+    if (!PyText.truthy(numbers)) return this._d(["error", emptyMsg]);
     return this._arith(() => {
-      const items = Py.iter(numbers);
+      const items = PyText.iter(numbers);
       let best = items[0];
       for (const x of items.slice(1)) if (better(x, best)) best = x;
       return best;
@@ -437,16 +437,16 @@ class MathAPI {
   }
 
   min_value(numbers) {
-    return this._minmax(numbers, "Cannot find minimum of an empty list", (x, best) => Py.lt(x, best));
+    return this._minmax(numbers, "Cannot find minimum of an empty list", (x, best) => PyText.lt(x, best));
   }
 
   max_value(numbers) {
-    return this._minmax(numbers, "Cannot find maximum of an empty list", (x, best) => Py.gt(x, best));
+    return this._minmax(numbers, "Cannot find maximum of an empty list", (x, best) => PyText.gt(x, best));
   }
 
   sum_values(numbers) {
-    if (!Py.truthy(numbers)) return this._d(["error", "Cannot calculate sum of an empty list"]);
-    return this._arith(() => Py.sum(numbers), "All elements in the list must be numbers");
+    if (!PyText.truthy(numbers)) return this._d(["error", "Cannot calculate sum of an empty list"]);
+    return this._arith(() => PyText.sum(numbers), "All elements in the list must be numbers");
   }
 }
 /** An early return from inside a guarded block (the original returns from within its try). */

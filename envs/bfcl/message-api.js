@@ -1,10 +1,10 @@
 // BFCL's MessageAPI (func_source_code/message_api.py), ported.
 const MESSAGE_API_DEFAULT_STATE = () =>
-  new Py.PyDict([
-    ["generated_ids", new Py.PySet()],
+  new PyText.PyDict([
+    ["generated_ids", new PyText.PySet()],
     ["user_count", 4n],
-    ["user_map", new Py.PyDict([["Alice", "USR001"], ["Bob", "USR002"], ["Catherine", "USR003"], ["Daniel", "USR004"]])],
-    ["inbox", [new Py.PyDict([["USR002", "My name is Alice. I want to connect."]]), new Py.PyDict([["USR003", "Could you upload the file?"]]), new Py.PyDict([["USR004", "Could you upload the file?"]])]],
+    ["user_map", new PyText.PyDict([["Alice", "USR001"], ["Bob", "USR002"], ["Catherine", "USR003"], ["Daniel", "USR004"]])],
+    ["inbox", [new PyText.PyDict([["USR002", "My name is Alice. I want to connect."]]), new PyText.PyDict([["USR003", "Could you upload the file?"]]), new PyText.PyDict([["USR004", "Could you upload the file?"]])]],
     ["message_count", 3n],
     ["current_user", null],
   ]);
@@ -12,101 +12,101 @@ const MESSAGE_API_DEFAULT_STATE = () =>
 class MessageAPI {
   _load_scenario(scenario, long_context = false) {
     const d = MESSAGE_API_DEFAULT_STATE();
-    this._random = new Py.Random(scenario.get("random_seed", 200191n));
+    this._random = new PyText.Random(scenario.get("random_seed", 200191n));
     for (const k of ["generated_ids", "user_count", "user_map", "inbox", "message_count", "current_user"]) this[k] = scenario.get(k, d.get(k));
   }
 
   _generate_id() {
     const ids = this.generated_ids;
     let id = this._random.randint(10000n, 99999n);
-    while (Py.contains(ids, id)) id = this._random.randint(10000n, 99999n);
-    if (!(ids instanceof Py.PySet)) throw BfclRuntime.noAttr(ids, "add");
+    while (PyText.contains(ids, id)) id = this._random.randint(10000n, 99999n);
+    if (!(ids instanceof PyText.PySet)) throw BfclRuntime.noAttr(ids, "add");
     ids.add(id);
-    return new Py.PyDict([["new_id", id]]);
+    return new PyText.PyDict([["new_id", id]]);
   }
 
   list_users() {
-    return new Py.PyDict([["user_list", this.user_map.keys()]]);
+    return new PyText.PyDict([["user_list", this.user_map.keys()]]);
   }
 
   get_user_id(user) {
-    if (!Py.contains(this.user_map, user)) return new Py.PyDict([["error", `User '${Py.str(user)}' not found in the workspace.`]]);
-    return new Py.PyDict([["user_id", this.user_map.get(user, null)]]);
+    if (!PyText.contains(this.user_map, user)) return new PyText.PyDict([["error", `User '${PyText.str(user)}' not found in the workspace.`]]);
+    return new PyText.PyDict([["user_id", this.user_map.get(user, null)]]);
   }
 
   message_login(user_id) {
-    if (!this.user_map.values().some((v) => Py.eq(v, user_id))) return new Py.PyDict([["login_status", false], ["message", `User ID '${Py.str(user_id)}' not found.`]]);
+    if (!this.user_map.values().some((v) => PyText.eq(v, user_id))) return new PyText.PyDict([["login_status", false], ["message", `User ID '${PyText.str(user_id)}' not found.`]]);
     this.current_user = user_id;
-    return new Py.PyDict([["login_status", true], ["message", `User '${Py.str(user_id)}' logged in successfully.`]]);
+    return new PyText.PyDict([["login_status", true], ["message", `User '${PyText.str(user_id)}' logged in successfully.`]]);
   }
 
   message_get_login_status() {
-    return new Py.PyDict([["login_status", Py.truthy(this.current_user)]]);
+    return new PyText.PyDict([["login_status", PyText.truthy(this.current_user)]]);
   }
 
   send_message(receiver_id, message) {
-    if (!Py.truthy(this.current_user)) return new Py.PyDict([["error", "No user is currently logged in."]]);
-    if (!this.user_map.values().some((v) => Py.eq(v, receiver_id))) return new Py.PyDict([["error", `Receiver ID '${Py.str(receiver_id)}' not found.`]]);
+    if (!PyText.truthy(this.current_user)) return new PyText.PyDict([["error", "No user is currently logged in."]]);
+    if (!this.user_map.values().some((v) => PyText.eq(v, receiver_id))) return new PyText.PyDict([["error", `Receiver ID '${PyText.str(receiver_id)}' not found.`]]);
     const message_id = this._generate_id();
-    this.inbox.push(new Py.PyDict([[receiver_id, message]]));
-    this.message_count = Py.add(this.message_count, 1n);
-    return new Py.PyDict([["sent_status", true], ["message_id", message_id], ["message", `Message sent to '${Py.str(receiver_id)}' successfully.`]]);
+    this.inbox.push(new PyText.PyDict([[receiver_id, message]]));
+    this.message_count = PyText.add(this.message_count, 1n);
+    return new PyText.PyDict([["sent_status", true], ["message_id", message_id], ["message", `Message sent to '${PyText.str(receiver_id)}' successfully.`]]);
   }
 
   delete_message(receiver_id) {
-    if (!Py.truthy(this.current_user)) return new Py.PyDict([["error", "No user is currently logged in."]]);
+    if (!PyText.truthy(this.current_user)) return new PyText.PyDict([["error", "No user is currently logged in."]]);
     for (const message of [...this.inbox].reverse()) {
       const [receiver] = message.items()[0];
-      if (Py.eq(receiver, receiver_id)) {
+      if (PyText.eq(receiver, receiver_id)) {
         // list.remove deletes the first EQUAL message, not necessarily this one
-        this.inbox.splice(this.inbox.findIndex((m) => Py.eq(m, message)), 1);
-        return new Py.PyDict([["deleted_status", true], ["receiver_id", receiver], ["message", `Receiver ${Py.str(receiver_id)}'s latest message deleted successfully.`]]);
+        this.inbox.splice(this.inbox.findIndex((m) => PyText.eq(m, message)), 1);
+        return new PyText.PyDict([["deleted_status", true], ["receiver_id", receiver], ["message", `Receiver ${PyText.str(receiver_id)}'s latest message deleted successfully.`]]);
       }
     }
-    return new Py.PyDict([["error", `Receiver ID ${Py.str(receiver_id)} not found.`]]);
+    return new PyText.PyDict([["error", `Receiver ID ${PyText.str(receiver_id)} not found.`]]);
   }
 
   view_messages_sent() {
-    if (!Py.truthy(this.current_user)) return new Py.PyDict([["error", "No user is currently logged in."]]);
-    const sent = new Py.PyDict();
+    if (!PyText.truthy(this.current_user)) return new PyText.PyDict([["error", "No user is currently logged in."]]);
+    const sent = new PyText.PyDict();
     for (const message of this.inbox) {
       const [receiver, content] = message.items()[0];
       if (!sent.has(receiver)) sent.set(receiver, [content]);
       else sent.get(receiver).push(content);
     }
-    return new Py.PyDict([["messages", sent]]);
+    return new PyText.PyDict([["messages", sent]]);
   }
 
   add_contact(user_name) {
-    if (Py.contains(this.user_map, user_name)) return new Py.PyDict([["error", `User name '${Py.str(user_name)}' already exists.`]]);
-    this.user_count = Py.add(this.user_count, 1n);
-    const user_id = `USR${Py.str(this.user_count).padStart(3, "0")}`;
-    if (this.user_map.values().some((v) => Py.eq(v, user_id))) return new Py.PyDict([["error", `User ID '${user_id}' already exists.`]]);
+    if (PyText.contains(this.user_map, user_name)) return new PyText.PyDict([["error", `User name '${PyText.str(user_name)}' already exists.`]]);
+    this.user_count = PyText.add(this.user_count, 1n);
+    const user_id = `USR${PyText.str(this.user_count).padStart(3, "0")}`;
+    if (this.user_map.values().some((v) => PyText.eq(v, user_id))) return new PyText.PyDict([["error", `User ID '${user_id}' already exists.`]]);
     this.user_map.set(user_name, user_id);
-    return new Py.PyDict([["added_status", true], ["user_id", user_id], ["message", `Contact '${Py.str(user_name)}' added successfully.`]]);
+    return new PyText.PyDict([["added_status", true], ["user_id", user_id], ["message", `Contact '${PyText.str(user_name)}' added successfully.`]]);
   }
 
   search_messages(keyword) {
-    if (!Py.truthy(this.current_user)) return new Py.PyDict([["error", "No user is currently logged in."]]);
+    if (!PyText.truthy(this.current_user)) return new PyText.PyDict([["error", "No user is currently logged in."]]);
     const kw = BfclRuntime.strOnly(keyword, "lower").toLowerCase();
     const results = [];
     for (const m of this.inbox) {
       const [receiver_id, content] = m.items()[0];
-      if (BfclRuntime.strOnly(content, "lower").toLowerCase().includes(kw)) results.push(new Py.PyDict([["receiver_id", receiver_id], ["message", content]]));
+      if (BfclRuntime.strOnly(content, "lower").toLowerCase().includes(kw)) results.push(new PyText.PyDict([["receiver_id", receiver_id], ["message", content]]));
     }
-    return new Py.PyDict([["results", results]]);
+    return new PyText.PyDict([["results", results]]);
   }
 
   get_message_stats() {
-    if (!Py.truthy(this.current_user)) return new Py.PyDict([["error", "No user is currently logged in."]]);
+    if (!PyText.truthy(this.current_user)) return new PyText.PyDict([["error", "No user is currently logged in."]]);
     let received = 0n;
-    const contacts = new Py.PySet();
+    const contacts = new PyText.PySet();
     for (const m of this.inbox) {
       const [receiver_id] = m.items()[0];
       received += 1n;
       contacts.add(receiver_id);
     }
-    return new Py.PyDict([["stats", new Py.PyDict([["received_count", received], ["total_contacts", BigInt(contacts.size)]])]]);
+    return new PyText.PyDict([["stats", new PyText.PyDict([["received_count", received], ["total_contacts", BigInt(contacts.size)]])]]);
   }
 }
 MessageAPI.SIGNATURES = {

@@ -2,7 +2,7 @@
  * JSON text read the way Python's json.loads reads it, for the values JavaScript would blur: a
  * number written with a fraction or an exponent is a float even when integral (`30.0`), so it
  * becomes `{"$float": 30}`; an integer too large for a double stays exact as `{"$int": "…"}`.
- * Everything else is plain JSON. The BFCL ports read these markers (Py.fromJson in py-text.js).
+ * Everything else is plain JSON. The BFCL ports read these markers (PyText.fromJson in py-text.js).
  */
 export function pyJsonParse(text: string): unknown {
   let i = 0;

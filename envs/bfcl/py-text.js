@@ -3,7 +3,7 @@
 // Python, and 1 / 1.0 render differently), float = number, str = string, None = null, bool =
 // boolean, list = Array, dict = PyDict (typed keys, insertion order), set = PySet. Written from
 // CPython's documented behaviour (json.dumps defaults, repr, random.Random, round, str methods).
-const Py = (function () {
+const PyText = (function () {
   "use strict";
 
   const isInt = (v) => typeof v === "bigint";

@@ -7,81 +7,81 @@ class TicketAPI {
   }
 
   create_ticket(title, description, priority) {
-    if (!Py.truthy(this.current_user)) return new Py.PyDict([["error", "User not authenticated. Please log in to create a ticket."]]);
-    if (Py.lt(priority, 1n) || Py.gt(priority, 5n)) return new Py.PyDict([["error", "Invalid priority. Priority must be between 1 and 5."]]);
-    const ticket = new Py.PyDict([["id", this.ticket_counter], ["title", title], ["description", description], ["status", "Open"], ["priority", priority], ["created_by", this.current_user]]);
+    if (!PyText.truthy(this.current_user)) return new PyText.PyDict([["error", "User not authenticated. Please log in to create a ticket."]]);
+    if (PyText.lt(priority, 1n) || PyText.gt(priority, 5n)) return new PyText.PyDict([["error", "Invalid priority. Priority must be between 1 and 5."]]);
+    const ticket = new PyText.PyDict([["id", this.ticket_counter], ["title", title], ["description", description], ["status", "Open"], ["priority", priority], ["created_by", this.current_user]]);
     this.ticket_queue.push(ticket);
-    this.ticket_counter = Py.add(this.ticket_counter, 1n);
+    this.ticket_counter = PyText.add(this.ticket_counter, 1n);
     return ticket;
   }
 
   get_ticket(ticket_id) {
     const ticket = this._find_ticket(ticket_id);
-    if (!Py.truthy(ticket)) return new Py.PyDict([["error", `Ticket with ID ${Py.str(ticket_id)} not found.`]]);
+    if (!PyText.truthy(ticket)) return new PyText.PyDict([["error", `Ticket with ID ${PyText.str(ticket_id)} not found.`]]);
     return ticket;
   }
 
   close_ticket(ticket_id) {
     const ticket = this._find_ticket(ticket_id);
-    if (!Py.truthy(ticket)) return new Py.PyDict([["error", `Ticket with ID ${Py.str(ticket_id)} not found.`]]);
-    if (Py.eq(ticket.item("status"), "Closed")) return new Py.PyDict([["error", `Ticket with ID ${Py.str(ticket_id)} is already closed.`]]);
+    if (!PyText.truthy(ticket)) return new PyText.PyDict([["error", `Ticket with ID ${PyText.str(ticket_id)} not found.`]]);
+    if (PyText.eq(ticket.item("status"), "Closed")) return new PyText.PyDict([["error", `Ticket with ID ${PyText.str(ticket_id)} is already closed.`]]);
     ticket.set("status", "Closed");
-    return new Py.PyDict([["status", `Ticket ${Py.str(ticket_id)} has been closed successfully.`]]);
+    return new PyText.PyDict([["status", `Ticket ${PyText.str(ticket_id)} has been closed successfully.`]]);
   }
 
   resolve_ticket(ticket_id, resolution) {
     const ticket = this._find_ticket(ticket_id);
-    if (!Py.truthy(ticket)) return new Py.PyDict([["error", `Ticket with ID ${Py.str(ticket_id)} not found.`]]);
-    if (Py.eq(ticket.item("status"), "Resolved")) return new Py.PyDict([["error", `Ticket with ID ${Py.str(ticket_id)} is already resolved.`]]);
+    if (!PyText.truthy(ticket)) return new PyText.PyDict([["error", `Ticket with ID ${PyText.str(ticket_id)} not found.`]]);
+    if (PyText.eq(ticket.item("status"), "Resolved")) return new PyText.PyDict([["error", `Ticket with ID ${PyText.str(ticket_id)} is already resolved.`]]);
     ticket.set("status", "Resolved");
     ticket.set("resolution", resolution);
-    return new Py.PyDict([["status", `Ticket ${Py.str(ticket_id)} has been resolved successfully.`]]);
+    return new PyText.PyDict([["status", `Ticket ${PyText.str(ticket_id)} has been resolved successfully.`]]);
   }
 
   edit_ticket(ticket_id, updates) {
     const ticket = this._find_ticket(ticket_id);
-    if (!Py.truthy(ticket)) return new Py.PyDict([["error", `Ticket with ID ${Py.str(ticket_id)} not found.`]]);
-    if (!(updates instanceof Py.PyDict)) throw BfclRuntime.noAttr(updates, "keys");
+    if (!PyText.truthy(ticket)) return new PyText.PyDict([["error", `Ticket with ID ${PyText.str(ticket_id)} not found.`]]);
+    if (!(updates instanceof PyText.PyDict)) throw BfclRuntime.noAttr(updates, "keys");
     const valid = ["title", "description", "status", "priority"];
     // a set difference: with several invalid fields Python's order follows str hashing (random per process)
-    const invalid = updates.keys().filter((k) => !valid.some((v) => Py.eq(v, k)));
+    const invalid = updates.keys().filter((k) => !valid.some((v) => PyText.eq(v, k)));
     if (invalid.length) {
-      for (const k of invalid) if (typeof k !== "string") throw new Py.PyError("TypeError", `sequence item 0: expected str instance, ${Py.typeName(k)} found`);
-      return new Py.PyDict([["error", `Invalid fields for update: ${invalid.join(", ")}`]]);
+      for (const k of invalid) if (typeof k !== "string") throw new PyText.PyError("TypeError", `sequence item 0: expected str instance, ${PyText.typeName(k)} found`);
+      return new PyText.PyDict([["error", `Invalid fields for update: ${invalid.join(", ")}`]]);
     }
     for (const [k, v] of updates.items()) if (v !== null) ticket.set(k, v);
-    return new Py.PyDict([["status", `Ticket ${Py.str(ticket_id)} has been updated successfully.`]]);
+    return new PyText.PyDict([["status", `Ticket ${PyText.str(ticket_id)} has been updated successfully.`]]);
   }
 
   _find_ticket(ticket_id) {
-    for (const ticket of this.ticket_queue) if (Py.eq(ticket.item("id"), ticket_id)) return ticket;
+    for (const ticket of this.ticket_queue) if (PyText.eq(ticket.item("id"), ticket_id)) return ticket;
     return null;
   }
 
   ticket_login(username, password) {
-    if (Py.truthy(username) && Py.truthy(password)) {
+    if (PyText.truthy(username) && PyText.truthy(password)) {
       this.current_user = username;
-      return new Py.PyDict([["success", true]]);
+      return new PyText.PyDict([["success", true]]);
     }
-    return new Py.PyDict([["success", false]]);
+    return new PyText.PyDict([["success", false]]);
   }
 
   ticket_get_login_status() {
-    return new Py.PyDict([["login_status", Py.truthy(this.current_user)]]);
+    return new PyText.PyDict([["login_status", PyText.truthy(this.current_user)]]);
   }
 
   logout() {
-    if (Py.truthy(this.current_user)) {
+    if (PyText.truthy(this.current_user)) {
       this.current_user = null;
-      return new Py.PyDict([["success", true]]);
+      return new PyText.PyDict([["success", true]]);
     }
-    return new Py.PyDict([["success", false]]);
+    return new PyText.PyDict([["success", false]]);
   }
 
   get_user_tickets(status) {
-    if (!Py.truthy(this.current_user)) return [new Py.PyDict([["error", "User not authenticated. Please log in to view tickets."]])];
-    let tickets = this.ticket_queue.filter((t) => Py.eq(t.item("created_by"), this.current_user));
-    if (Py.truthy(status)) {
+    if (!PyText.truthy(this.current_user)) return [new PyText.PyDict([["error", "User not authenticated. Please log in to view tickets."]])];
+    let tickets = this.ticket_queue.filter((t) => PyText.eq(t.item("created_by"), this.current_user));
+    if (PyText.truthy(status)) {
       // both .lower() calls run per ticket in the original's comprehension
       tickets = tickets.filter((t) => BfclRuntime.strOnly(t.item("status"), "lower").toLowerCase() === BfclRuntime.strOnly(status, "lower").toLowerCase());
     }

@@ -1,6 +1,6 @@
 // BFCL's TradingBot (func_source_code/trading_bot.py), ported.
 const TRADING_DEFAULT_STATE = () =>
-  Py.fromJson({
+  PyText.fromJson({
     account_info: { account_id: 12345, balance: { $float: 10000 }, binding_card: 1974202140965533 },
     authenticated: false,
     market_status: "Closed",
@@ -22,9 +22,9 @@ const TRADING_DEFAULT_STATE = () =>
     transaction_history: [],
   });
 const TRADING_DEFAULT_ORDERS = () =>
-  new Py.PyDict([
-    [12345n, Py.fromJson({ id: 12345, order_type: "Buy", symbol: "AAPL", price: 210.65, amount: 10, status: "Completed" })],
-    [12446n, Py.fromJson({ id: 12446, order_type: "Sell", symbol: "GOOG", price: 2840.56, amount: 5, status: "Pending" })],
+  new PyText.PyDict([
+    [12345n, PyText.fromJson({ id: 12345, order_type: "Buy", symbol: "AAPL", price: 210.65, amount: 10, status: "Completed" })],
+    [12446n, PyText.fromJson({ id: 12446, order_type: "Sell", symbol: "GOOG", price: 2840.56, amount: 5, status: "Pending" })],
   ]);
 const TRADING_SYMBOLS = {
   Apple: "AAPL", Google: "GOOG", Tesla: "TSLA", Microsoft: "MSFT", Nvidia: "NVDA", "Zeta Corp": "ZETA", "Alpha Tech": "ALPH",
@@ -33,19 +33,19 @@ const TRADING_SYMBOLS = {
 
 /** datetime.strptime(s, "%Y-%m-%d %H:%M:%S") (or the date-only format) as a comparable tuple. */
 function bfclStrptime(s, withTime) {
-  if (typeof s !== "string") throw Py.TypeError(`strptime() argument 1 must be str, not ${s === null ? "None" : Py.typeName(s)}`);
+  if (typeof s !== "string") throw PyText.TypeError(`strptime() argument 1 must be str, not ${s === null ? "None" : PyText.typeName(s)}`);
   const date = "(\\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\\d|0[1-9]|[1-9]| [1-9])";
   const re = withTime ? `${date}\\s+(2[0-3]|[0-1]\\d|\\d):([0-5]\\d|\\d):(6[0-1]|[0-5]\\d|\\d)` : date;
   const fmt = withTime ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d";
   const m = new RegExp(`^${re}`, "i").exec(s);
-  if (!m) throw Py.ValueError(`time data ${Py.repr(s)} does not match format '${fmt}'`);
-  if (m[0].length !== s.length) throw Py.ValueError(`unconverted data remains: ${s.slice(m[0].length)}`);
+  if (!m) throw PyText.ValueError(`time data ${PyText.repr(s)} does not match format '${fmt}'`);
+  if (m[0].length !== s.length) throw PyText.ValueError(`unconverted data remains: ${s.slice(m[0].length)}`);
   const v = m.slice(1).map(Number);
   const [y, mo, d] = v;
   const dim = [31, y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1];
-  if (y < 1) throw Py.ValueError(`year ${y} is out of range`);
-  if (d > dim) throw Py.ValueError("day is out of range for month");
-  if (withTime && v[5] > 59) throw Py.ValueError("second must be in 0..59");
+  if (y < 1) throw PyText.ValueError(`year ${y} is out of range`);
+  if (d > dim) throw PyText.ValueError("day is out of range for month");
+  if (withTime && v[5] > 59) throw PyText.ValueError("second must be in 0..59");
   return withTime ? v : [...v, 0, 0, 0];
 }
 const bfclCmpTuple = (a, b) => {
@@ -57,14 +57,14 @@ class TradingBot {
   _load_scenario(scenario, long_context = false) {
     const d = TRADING_DEFAULT_STATE();
     const orders = scenario.get("orders", TRADING_DEFAULT_ORDERS());
-    this.orders = new Py.PyDict(orders.items().map(([k, v]) => [typeof k === "string" && /^[0-9]+$/.test(k) ? BigInt(k) : k, v]));
+    this.orders = new PyText.PyDict(orders.items().map(([k, v]) => [typeof k === "string" && /^[0-9]+$/.test(k) ? BigInt(k) : k, v]));
     for (const k of ["account_info", "authenticated", "market_status", "order_counter", "stocks", "watch_list", "transaction_history"]) this[k] = scenario.get(k, d.get(k));
     this.long_context = long_context;
-    this._random = new Py.Random(scenario.get("random_seed", 1053520n));
+    this._random = new PyText.Random(scenario.get("random_seed", 1053520n));
   }
 
   _d(...pairs) {
-    return new Py.PyDict(pairs);
+    return new PyText.PyDict(pairs);
   }
 
   /** CURRENT_TIME plus a random number of seconds within a day (a local-time round trip in the original). */
@@ -80,13 +80,13 @@ class TradingBot {
   }
 
   get_symbol_by_name(name) {
-    if (Array.isArray(name) || name instanceof Py.PyDict) throw Py.TypeError(`unhashable type: '${Py.typeName(name)}'`);
+    if (Array.isArray(name) || name instanceof PyText.PyDict) throw PyText.TypeError(`unhashable type: '${PyText.typeName(name)}'`);
     return this._d(["symbol", typeof name === "string" && Object.prototype.hasOwnProperty.call(TRADING_SYMBOLS, name) ? TRADING_SYMBOLS[name] : "Stock not found"]);
   }
 
   get_stock_info(symbol) {
-    if (!Py.contains(this.stocks, symbol)) return this._d(["error", `Stock with symbol '${Py.str(symbol)}' not found.`]);
-    if (Py.truthy(this.long_context)) {
+    if (!PyText.contains(this.stocks, symbol)) return this._d(["error", `Stock with symbol '${PyText.str(symbol)}' not found.`]);
+    if (PyText.truthy(this.long_context)) {
       const stock = this.stocks.item(symbol).copy();
       stock.set("MA(5)", BfclLongContext("MA_5_EXTENSION"));
       stock.set("MA(20)", BfclLongContext("MA_20_EXTENSION"));
@@ -96,11 +96,11 @@ class TradingBot {
   }
 
   get_order_details(order_id) {
-    if (!Py.contains(this.orders, order_id)) return this._d(["error", `Order with ID ${Py.str(order_id)} not found.` + "Here is the list of orders_id: " + Py.str(this.orders.keys())]);
-    if (Py.truthy(this.long_context)) {
+    if (!PyText.contains(this.orders, order_id)) return this._d(["error", `Order with ID ${PyText.str(order_id)} not found.` + "Here is the list of orders_id: " + PyText.str(this.orders.keys())]);
+    if (PyText.truthy(this.long_context)) {
       const order = this.orders.item(order_id).copy();
       const symbol = order.item("symbol");
-      const ext = new Py.PyDict();
+      const ext = new PyText.PyDict();
       for (const [k, v] of BfclLongContext("ORDER_DETAIL_EXTENSION").items()) ext.set(k, bfclFormatSymbol(v, symbol));
       order.set("metadata", ext);
       return order;
@@ -109,101 +109,101 @@ class TradingBot {
   }
 
   cancel_order(order_id) {
-    if (!Py.contains(this.orders, order_id)) return this._d(["error", `Order with ID ${Py.str(order_id)} not found.`]);
+    if (!PyText.contains(this.orders, order_id)) return this._d(["error", `Order with ID ${PyText.str(order_id)} not found.`]);
     const order = this.orders.item(order_id);
-    if (Py.eq(order.item("status"), "Completed")) return this._d(["error", `Can't cancel order ${Py.str(order_id)}. Order is already completed.`]);
+    if (PyText.eq(order.item("status"), "Completed")) return this._d(["error", `Can't cancel order ${PyText.str(order_id)}. Order is already completed.`]);
     order.set("status", "Cancelled");
     return this._d(["order_id", order_id], ["status", "Cancelled"]);
   }
 
   place_order(order_type, symbol, price, amount) {
-    if (!Py.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to place an order."]);
-    if (!Py.contains(this.stocks, symbol)) return this._d(["error", `Invalid stock symbol: ${Py.str(symbol)}`]);
-    if (Py.le(price, 0n) || Py.le(amount, 0n)) return this._d(["error", "Price and amount must be positive values."]);
+    if (!PyText.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to place an order."]);
+    if (!PyText.contains(this.stocks, symbol)) return this._d(["error", `Invalid stock symbol: ${PyText.str(symbol)}`]);
+    if (PyText.le(price, 0n) || PyText.le(amount, 0n)) return this._d(["error", "Price and amount must be positive values."]);
     if (BfclRuntime.strOnly(order_type, "lower").toLowerCase() === "buy") {
-      const total = Py.mul(Py.float(price), Py.int(amount));
+      const total = PyText.mul(PyText.float(price), PyText.int(amount));
       const balance = this.account_info.get("balance", 0n);
-      if (Py.gt(total, balance)) return this._d(["error", `Insufficient funds: required $${bfclFixed2(total)} but only $${bfclFixed2(balance)} available.`]);
+      if (PyText.gt(total, balance)) return this._d(["error", `Insufficient funds: required $${bfclFixed2(total)} but only $${bfclFixed2(balance)} available.`]);
     }
-    price = Py.float(price);
+    price = PyText.float(price);
     const order_id = this.order_counter;
     this.orders.set(order_id, this._d(["id", order_id], ["order_type", order_type], ["symbol", symbol], ["price", price], ["amount", amount], ["status", "Open"]));
-    this.order_counter = Py.add(this.order_counter, 1n);
+    this.order_counter = PyText.add(this.order_counter, 1n);
     return this._d(["order_id", order_id], ["order_type", order_type], ["status", "Pending"], ["price", price], ["amount", amount]);
   }
 
   withdraw_funds(amount) {
-    if (!Py.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to make a transaction."]);
-    if (!Py.eq(this.market_status, "Open")) return this._d(["error", "Market is closed. Transactions are not allowed."]);
-    if (Py.le(amount, 0n)) return this._d(["error", "Transaction amount must be positive."]);
-    if (Py.gt(amount, this.account_info.item("balance"))) return this._d(["error", "Insufficient funds for withdrawal."]);
-    this.account_info.set("balance", Py.sub(this.account_info.item("balance"), amount));
+    if (!PyText.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to make a transaction."]);
+    if (!PyText.eq(this.market_status, "Open")) return this._d(["error", "Market is closed. Transactions are not allowed."]);
+    if (PyText.le(amount, 0n)) return this._d(["error", "Transaction amount must be positive."]);
+    if (PyText.gt(amount, this.account_info.item("balance"))) return this._d(["error", "Insufficient funds for withdrawal."]);
+    this.account_info.set("balance", PyText.sub(this.account_info.item("balance"), amount));
     this.transaction_history.push(this._d(["type", "withdrawal"], ["amount", amount], ["timestamp", this._generate_transaction_timestamp()]));
     return this._d(["status", "Withdrawal successful"], ["new_balance", this.account_info.item("balance")]);
   }
 
   get_account_info() {
-    if (!Py.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to view account information."]);
+    if (!PyText.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to view account information."]);
     return this.account_info;
   }
 
   trading_login(username, password) {
-    if (Py.truthy(this.authenticated)) return this._d(["status", "Already logged in"]);
+    if (PyText.truthy(this.authenticated)) return this._d(["status", "Already logged in"]);
     this.authenticated = true;
     return this._d(["status", "Logged in successfully"]);
   }
 
   trading_get_login_status() {
-    return this._d(["status", Py.truthy(this.authenticated)]);
+    return this._d(["status", PyText.truthy(this.authenticated)]);
   }
 
   trading_logout() {
-    if (!Py.truthy(this.authenticated)) return this._d(["status", "No user is currently logged in"]);
+    if (!PyText.truthy(this.authenticated)) return this._d(["status", "No user is currently logged in"]);
     this.authenticated = false;
     return this._d(["status", "Logged out successfully"]);
   }
 
   fund_account(amount) {
-    if (!Py.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to fund the account."]);
-    if (Py.le(amount, 0n)) return this._d(["error", "Funding amount must be positive."]);
-    this.account_info.set("balance", Py.add(this.account_info.item("balance"), amount));
+    if (!PyText.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to fund the account."]);
+    if (PyText.le(amount, 0n)) return this._d(["error", "Funding amount must be positive."]);
+    this.account_info.set("balance", PyText.add(this.account_info.item("balance"), amount));
     this.transaction_history.push(this._d(["type", "deposit"], ["amount", amount], ["timestamp", this._generate_transaction_timestamp()]));
     return this._d(["status", "Account funded successfully"], ["new_balance", this.account_info.item("balance")]);
   }
 
   remove_stock_from_watchlist(symbol) {
-    if (!Py.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to modify the watchlist."]);
-    if (!Py.contains(this.watch_list, symbol)) return this._d(["error", `Stock ${Py.str(symbol)} not found in watchlist.`]);
-    this.watch_list.splice(this.watch_list.findIndex((s) => Py.eq(s, symbol)), 1);
-    return this._d(["status", `Stock ${Py.str(symbol)} removed from watchlist successfully.`]);
+    if (!PyText.truthy(this.authenticated)) return this._d(["error", "User not authenticated. Please log in to modify the watchlist."]);
+    if (!PyText.contains(this.watch_list, symbol)) return this._d(["error", `Stock ${PyText.str(symbol)} not found in watchlist.`]);
+    this.watch_list.splice(this.watch_list.findIndex((s) => PyText.eq(s, symbol)), 1);
+    return this._d(["status", `Stock ${PyText.str(symbol)} removed from watchlist successfully.`]);
   }
 
   get_watchlist() {
-    if (!Py.truthy(this.authenticated)) return ["Error: User not authenticated. Please log in to view the watchlist."];
-    if (Py.truthy(this.long_context)) return [...this.watch_list, ...BfclLongContext("WATCH_LIST_EXTENSION")];
+    if (!PyText.truthy(this.authenticated)) return ["Error: User not authenticated. Please log in to view the watchlist."];
+    if (PyText.truthy(this.long_context)) return [...this.watch_list, ...BfclLongContext("WATCH_LIST_EXTENSION")];
     return this._d(["watchlist", this.watch_list]);
   }
 
   get_order_history() {
-    if (!Py.truthy(this.authenticated)) return [this._d(["error", "User not authenticated. Please log in to view order history."])];
+    if (!PyText.truthy(this.authenticated)) return [this._d(["error", "User not authenticated. Please log in to view order history."])];
     return this._d(["history", this.orders.keys()]);
   }
 
   get_transaction_history(start_date, end_date) {
-    if (!Py.truthy(this.authenticated)) return [this._d(["error", "User not authenticated. Please log in to view transaction history."])];
-    const start = Py.truthy(start_date) ? bfclStrptime(start_date, false) : [1, 1, 1, 0, 0, 0];
-    const end = Py.truthy(end_date) ? bfclStrptime(end_date, false) : [9999, 12, 31, 23, 59, 59.999999];
+    if (!PyText.truthy(this.authenticated)) return [this._d(["error", "User not authenticated. Please log in to view transaction history."])];
+    const start = PyText.truthy(start_date) ? bfclStrptime(start_date, false) : [1, 1, 1, 0, 0, 0];
+    const end = PyText.truthy(end_date) ? bfclStrptime(end_date, false) : [9999, 12, 31, 23, 59, 59.999999];
     const filtered = this.transaction_history.filter((t) => {
       const ts = bfclStrptime(t.item("timestamp"), true);
       return bfclCmpTuple(start, ts) <= 0 && bfclCmpTuple(ts, end) <= 0;
     });
-    if (Py.truthy(this.long_context)) filtered.push(...BfclLongContext("TRANSACTION_HISTORY_EXTENSION"));
+    if (PyText.truthy(this.long_context)) filtered.push(...BfclLongContext("TRANSACTION_HISTORY_EXTENSION"));
     return this._d(["transaction_history", filtered]);
   }
 
   get_available_stocks(sector) {
-    const map = new Py.PyDict([["Technology", ["AAPL", "GOOG", "MSFT", "NVDA"]], ["Automobile", ["TSLA", "F", "GM"]]]);
-    if (Py.truthy(this.long_context)) {
+    const map = new PyText.PyDict([["Technology", ["AAPL", "GOOG", "MSFT", "NVDA"]], ["Automobile", ["TSLA", "F", "GM"]]]);
+    if (PyText.truthy(this.long_context)) {
       map.item("Technology").push(...BfclLongContext("TECHNOLOGY_EXTENSION"));
       map.item("Automobile").push(...BfclLongContext("AUTOMOBILE_EXTENSION"));
     }
@@ -212,22 +212,22 @@ class TradingBot {
 
   filter_stocks_by_price(stocks, min_price, max_price) {
     const price = (s) => {
-      const st = this.stocks.get(s, new Py.PyDict());
-      if (!(st instanceof Py.PyDict)) throw BfclRuntime.noAttr(st, "get");
+      const st = this.stocks.get(s, new PyText.PyDict());
+      if (!(st instanceof PyText.PyDict)) throw BfclRuntime.noAttr(st, "get");
       return st.get("price", 0n);
     };
-    return this._d(["filtered_stocks", Py.iter(stocks).filter((s) => Py.ge(price(s), min_price) && Py.le(price(s), max_price))]);
+    return this._d(["filtered_stocks", PyText.iter(stocks).filter((s) => PyText.ge(price(s), min_price) && PyText.le(price(s), max_price))]);
   }
 
   add_to_watchlist(stock) {
-    if (!Py.contains(this.watch_list, stock) && Py.contains(this.stocks, stock)) this.watch_list.push(stock);
+    if (!PyText.contains(this.watch_list, stock) && PyText.contains(this.stocks, stock)) this.watch_list.push(stock);
     return this._d(["watchlist", this.watch_list]);
   }
 
   notify_price_change(stocks, threshold) {
-    const changed = Py.iter(stocks).filter((s) => Py.contains(this.stocks, s) && Py.ge(Py.abs(this.stocks.item(s).item("percent_change")), threshold));
+    const changed = PyText.iter(stocks).filter((s) => PyText.contains(this.stocks, s) && PyText.ge(PyText.abs(this.stocks.item(s).item("percent_change")), threshold));
     if (changed.length) {
-      for (const s of changed) if (typeof s !== "string") throw Py.TypeError(`sequence item 0: expected str instance, ${Py.typeName(s)} found`);
+      for (const s of changed) if (typeof s !== "string") throw PyText.TypeError(`sequence item 0: expected str instance, ${PyText.typeName(s)} found`);
       return this._d(["notification", `Stocks ${changed.join(", ")} have significant price changes.`]);
     }
     return this._d(["notification", "No significant price changes in the selected stocks."]);
@@ -236,13 +236,13 @@ class TradingBot {
 
 /** `format(x, ".2f")` for an int or a float. */
 function bfclFixed2(x) {
-  if (typeof x !== "number" && typeof x !== "bigint") throw Py.ValueError(`Unknown format code 'f' for object of type '${Py.typeName(x)}'`);
-  return Py.formatFixed(Py.toF(x), 2);
+  if (typeof x !== "number" && typeof x !== "bigint") throw PyText.ValueError(`Unknown format code 'f' for object of type '${PyText.typeName(x)}'`);
+  return PyText.formatFixed(PyText.toF(x), 2);
 }
 
 /** `text.format(symbol=symbol)` for templates whose only field is {symbol}. */
 function bfclFormatSymbol(text, symbol) {
-  return text.replace(/\{\{|\}\}|\{symbol\}/g, (m) => (m === "{{" ? "{" : m === "}}" ? "}" : Py.str(symbol)));
+  return text.replace(/\{\{|\}\}|\{symbol\}/g, (m) => (m === "{{" ? "{" : m === "}}" ? "}" : PyText.str(symbol)));
 }
 
 TradingBot.SIGNATURES = {

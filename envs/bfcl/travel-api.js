@@ -10,53 +10,53 @@ const TRAVEL_NEAREST = {
 
 /** datetime.strptime(s, "%Y-%m-%d") as far as the ports need it: [year, month, day] or ValueError. */
 function bfclStrptimeDate(s) {
-  if (typeof s !== "string") throw Py.TypeError(`strptime() argument 1 must be str, not ${s === null ? "None" : Py.typeName(s)}`);
+  if (typeof s !== "string") throw PyText.TypeError(`strptime() argument 1 must be str, not ${s === null ? "None" : PyText.typeName(s)}`);
   const m = /^(\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])$/.exec(s);
   if (!m) {
     const head = /^(\d{4})-(1[0-2]|0[1-9]|[1-9])-(3[01]|[12]\d|0[1-9]|[1-9]| [1-9])/.exec(s);
-    if (head) throw Py.ValueError(`unconverted data remains: ${s.slice(head[0].length)}`);
-    throw Py.ValueError(`time data ${Py.repr(s)} does not match format '%Y-%m-%d'`);
+    if (head) throw PyText.ValueError(`unconverted data remains: ${s.slice(head[0].length)}`);
+    throw PyText.ValueError(`time data ${PyText.repr(s)} does not match format '%Y-%m-%d'`);
   }
   const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
   const dim = [31, y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1];
-  if (y < 1) throw Py.ValueError(`year ${y} is out of range`);
-  if (d > dim) throw Py.ValueError("day is out of range for month");
+  if (y < 1) throw PyText.ValueError(`year ${y} is out of range`);
+  if (d > dim) throw PyText.ValueError("day is out of range for month");
   return [y, mo, d];
 }
 
 class TravelAPI {
   constructor() {
-    this._flight_cost_lookup = new Py.PyDict();
+    this._flight_cost_lookup = new PyText.PyDict();
   }
 
   _load_scenario(scenario, long_context = false) {
     const g = (k, d) => scenario.get(k, d);
-    this._random = new Py.Random(g("random_seed", 141053n));
-    this.credit_card_list = g("credit_card_list", new Py.PyDict());
-    this.booking_record = g("booking_record", new Py.PyDict());
+    this._random = new PyText.Random(g("random_seed", 141053n));
+    this.credit_card_list = g("credit_card_list", new PyText.PyDict());
+    this.booking_record = g("booking_record", new PyText.PyDict());
     for (const k of ["access_token", "token_type", "token_expires_in", "token_scope", "user_first_name", "user_last_name", "budget_limit"]) this[k] = g(k, null);
     this.long_context = long_context;
-    if (Py.truthy(long_context)) {
-      for (const [id, info] of BfclLongContext("CREDIT_CARD_EXTENSION").items()) if (!Py.contains(this.credit_card_list, id)) this.credit_card_list.set(id, info);
-      for (const [id, info] of BfclLongContext("BOOKING_RECORD_EXTENSION").items()) if (!Py.contains(this.booking_record, id)) this.booking_record.set(id, info);
+    if (PyText.truthy(long_context)) {
+      for (const [id, info] of BfclLongContext("CREDIT_CARD_EXTENSION").items()) if (!PyText.contains(this.credit_card_list, id)) this.credit_card_list.set(id, info);
+      for (const [id, info] of BfclLongContext("BOOKING_RECORD_EXTENSION").items()) if (!PyText.contains(this.booking_record, id)) this.booking_record.set(id, info);
     }
   }
 
   static _costs() {
     if (!TravelAPI._table) {
       if (typeof BFCL_TRAVEL_BASE_COSTS === "undefined") throw new Error("the route-cost table (BFCL_TRAVEL_BASE_COSTS) is missing from the bundle");
-      TravelAPI._table = new Py.PyDict(BFCL_TRAVEL_BASE_COSTS.map(([a, b, c]) => [new Py.PyTuple([a, b]), BigInt(c)]));
+      TravelAPI._table = new PyText.PyDict(BFCL_TRAVEL_BASE_COSTS.map(([a, b, c]) => [new PyText.PyTuple([a, b]), BigInt(c)]));
     }
     return TravelAPI._table;
   }
 
   _d(...pairs) {
-    return new Py.PyDict(pairs);
+    return new PyText.PyDict(pairs);
   }
 
   authenticate_travel(client_id, client_secret, refresh_token, grant_type, user_first_name, user_last_name) {
     this.token_expires_in = 2n;
-    this.access_token = Py.str(this._random.randint(100000n, 999999n));
+    this.access_token = PyText.str(this._random.randint(100000n, 999999n));
     this.token_type = "Bearer";
     this.token_scope = grant_type;
     this.user_first_name = user_first_name;
@@ -65,7 +65,7 @@ class TravelAPI {
   }
 
   travel_get_login_status() {
-    const out = this.token_expires_in === null || Py.eq(this.token_expires_in, 0n);
+    const out = this.token_expires_in === null || PyText.eq(this.token_expires_in, 0n);
     return this._d(["status", !out]);
   }
 
@@ -75,98 +75,98 @@ class TravelAPI {
 
   register_credit_card(access_token, card_number, expiration_date, cardholder_name, card_verification_number) {
     if (this.token_expires_in === null) return this._d(["error", "Token not initialized"]);
-    if (Py.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
-    if (!Py.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
-    if (Py.contains(this.credit_card_list, card_number)) return this._d(["error", "Card already registered"]);
-    const card_id = Py.str(this._random.randint(100000000000n, 999999999999n));
+    if (PyText.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
+    if (!PyText.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
+    if (PyText.contains(this.credit_card_list, card_number)) return this._d(["error", "Card already registered"]);
+    const card_id = PyText.str(this._random.randint(100000000000n, 999999999999n));
     this.credit_card_list.set(card_id, this._d(["card_number", card_number], ["expiration_date", expiration_date], ["cardholder_name", cardholder_name], ["card_verification_number", card_verification_number], ["balance", this._random.randint(10000n, 99999n)]));
     return this._d(["card_id", card_id]);
   }
 
   get_flight_cost(travel_from, travel_to, travel_date, travel_class) {
     const costs = TravelAPI._costs();
-    const pair = new Py.PyTuple([travel_from, travel_to]);
-    if (!costs.has(pair)) throw Py.ValueError("No available route for the given airports.");
+    const pair = new PyText.PyTuple([travel_from, travel_to]);
+    if (!costs.has(pair)) throw PyText.ValueError("No available route for the given airports.");
     let factor;
-    if (Py.eq(travel_class, "economy")) factor = 1n;
-    else if (Py.eq(travel_class, "business")) factor = 2n;
-    else if (Py.eq(travel_class, "first")) factor = 5n;
-    else throw Py.ValueError("Invalid travel class. Options are: economy, business, first.");
+    if (PyText.eq(travel_class, "economy")) factor = 1n;
+    else if (PyText.eq(travel_class, "business")) factor = 2n;
+    else if (PyText.eq(travel_class, "first")) factor = 5n;
+    else throw PyText.ValueError("Invalid travel class. Options are: economy, business, first.");
     let digitSum = 0n;
-    for (const ch of Py.iter(travel_date)) if (/^[0-9]$/.test(ch)) digitSum += BigInt(ch);
+    for (const ch of PyText.iter(travel_date)) if (/^[0-9]$/.test(ch)) digitSum += BigInt(ch);
     const mult = digitSum % 2n === 0n ? 2n : 1n;
     let list = [];
-    if (Py.truthy(this.long_context)) {
-      this._flight_cost_lookup = new Py.PyDict();
+    if (PyText.truthy(this.long_context)) {
+      this._flight_cost_lookup = new PyText.PyDict();
       for (const [key, base] of costs.items()) {
         const cost = Number(base * factor * mult);
-        this._flight_cost_lookup.set(`${Py.str(key.items[0])}|${Py.str(key.items[1])}|${Py.str(travel_class)}|${Py.str(travel_date)}`, this._d(["cost", cost]));
+        this._flight_cost_lookup.set(`${PyText.str(key.items[0])}|${PyText.str(key.items[1])}|${PyText.str(travel_class)}|${PyText.str(travel_date)}`, this._d(["cost", cost]));
         list.push(cost);
       }
     } else {
       const cost = Number(costs.get(pair) * factor * mult);
       list = [cost];
-      this._flight_cost_lookup = this._d([`${Py.str(travel_from)}|${Py.str(travel_to)}|${Py.str(travel_class)}|${Py.str(travel_date)}`, this._d(["cost", cost])]);
+      this._flight_cost_lookup = this._d([`${PyText.str(travel_from)}|${PyText.str(travel_to)}|${PyText.str(travel_class)}|${PyText.str(travel_date)}`, this._d(["cost", cost])]);
     }
     return this._d(["travel_cost_list", list]);
   }
 
   get_credit_card_balance(access_token, card_id) {
-    if (Py.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
-    if (!Py.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
-    if (!Py.contains(this.credit_card_list, card_id)) return this._d(["error", "Card not registered. Here are a list of card_id's: " + Py.str(this.credit_card_list.keys())]);
+    if (PyText.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
+    if (!PyText.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
+    if (!PyText.contains(this.credit_card_list, card_id)) return this._d(["error", "Card not registered. Here are a list of card_id's: " + PyText.str(this.credit_card_list.keys())]);
     return this._d(["card_balance", this.credit_card_list.item(card_id).item("balance")]);
   }
 
   book_flight(access_token, card_id, travel_date, travel_from, travel_to, travel_class) {
     const fail = (e) => this._d(["booking_status", false], ["error", e]);
-    if (Py.eq(this.token_expires_in, 0n)) return fail("Token expired");
-    if (!Py.eq(access_token, this.access_token)) return fail("Invalid access token");
-    if (!Py.contains(this.credit_card_list, card_id)) return fail("Card not registered");
+    if (PyText.eq(this.token_expires_in, 0n)) return fail("Token expired");
+    if (!PyText.eq(access_token, this.access_token)) return fail("Invalid access token");
+    if (!PyText.contains(this.credit_card_list, card_id)) return fail("Card not registered");
     const card = this.credit_card_list.item(card_id);
-    if (!Py.contains(card, "balance")) return fail("Balance not found");
-    if (!Py.contains(TRAVEL_AIRPORTS, travel_from)) return fail(`Invalid departure airport code: ${Py.str(travel_from)}`);
-    if (!Py.contains(TRAVEL_AIRPORTS, travel_to)) return fail(`Invalid destination airport code: ${Py.str(travel_to)}`);
+    if (!PyText.contains(card, "balance")) return fail("Balance not found");
+    if (!PyText.contains(TRAVEL_AIRPORTS, travel_from)) return fail(`Invalid departure airport code: ${PyText.str(travel_from)}`);
+    if (!PyText.contains(TRAVEL_AIRPORTS, travel_to)) return fail(`Invalid destination airport code: ${PyText.str(travel_to)}`);
     try {
       bfclStrptimeDate(travel_date);
     } catch (e) {
-      if (e instanceof Py.PyError && e.pyType === "ValueError") return fail("Invalid date format. Use YYYY-MM-DD.");
+      if (e instanceof PyText.PyError && e.pyType === "ValueError") return fail("Invalid date format. Use YYYY-MM-DD.");
       throw e;
     }
     // a set literal: with PYTHONHASHSEED random, Python prints its three names in a per-process order
-    const valid = new Py.PySet(["economy", "business", "first"]);
-    if (!Py.contains(valid, travel_class)) return fail(`Invalid travel class. Must be one of ${Py.repr(valid)}`);
+    const valid = new PyText.PySet(["economy", "business", "first"]);
+    if (!PyText.contains(valid, travel_class)) return fail(`Invalid travel class. Must be one of ${PyText.repr(valid)}`);
     let travel_cost;
     try {
       this.get_flight_cost(travel_from, travel_to, travel_date, travel_class);
-      const entry = this._flight_cost_lookup.get(`${Py.str(travel_from)}|${Py.str(travel_to)}|${Py.str(travel_class)}|${Py.str(travel_date)}`, null);
+      const entry = this._flight_cost_lookup.get(`${PyText.str(travel_from)}|${PyText.str(travel_to)}|${PyText.str(travel_class)}|${PyText.str(travel_date)}`, null);
       if (entry === null) return fail("No available route for the given parameters");
       travel_cost = entry.item("cost");
     } catch (e) {
-      if (e instanceof Py.PyError && e.pyType === "ValueError") return fail(e.message);
+      if (e instanceof PyText.PyError && e.pyType === "ValueError") return fail(e.message);
       throw e;
     }
-    if (Py.lt(card.item("balance"), travel_cost)) return fail("Insufficient funds");
-    if (this.budget_limit !== null && Py.lt(card.item("balance"), this.budget_limit)) return fail("Balance is less than budget limit");
-    card.set("balance", Py.sub(card.item("balance"), travel_cost));
-    const booking_id = Py.str(this._random.randint(1000000n, 9999999n));
-    const transaction_id = Py.str(this._random.randint(10000000n, 99999999n));
+    if (PyText.lt(card.item("balance"), travel_cost)) return fail("Insufficient funds");
+    if (this.budget_limit !== null && PyText.lt(card.item("balance"), this.budget_limit)) return fail("Balance is less than budget limit");
+    card.set("balance", PyText.sub(card.item("balance"), travel_cost));
+    const booking_id = PyText.str(this._random.randint(1000000n, 9999999n));
+    const transaction_id = PyText.str(this._random.randint(10000000n, 99999999n));
     this.booking_record.set(booking_id, this._d(["card_id", card_id], ["travel_date", travel_date], ["travel_from", travel_from], ["travel_to", travel_to], ["travel_class", travel_class], ["travel_cost", travel_cost], ["transaction_id", transaction_id]));
-    return this._d(["booking_id", booking_id], ["transaction_id", transaction_id], ["booking_status", true], ["booking_history", Py.truthy(this.long_context) ? this.booking_record : new Py.PyDict()]);
+    return this._d(["booking_id", booking_id], ["transaction_id", transaction_id], ["booking_status", true], ["booking_history", PyText.truthy(this.long_context) ? this.booking_record : new PyText.PyDict()]);
   }
 
   retrieve_invoice(access_token, booking_id, insurance_id) {
-    if (Py.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
-    if (!Py.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
-    if (!Py.contains(this.booking_record, booking_id)) return this._d(["error", "Booking not found"]);
+    if (PyText.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
+    if (!PyText.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
+    if (!PyText.contains(this.booking_record, booking_id)) return this._d(["error", "Booking not found"]);
     const b = this.booking_record.item(booking_id);
     const invoice = this._d(["booking_id", booking_id], ...["travel_date", "travel_from", "travel_to", "travel_class", "travel_cost", "transaction_id"].map((k) => [k, b.item(k)]));
     return this._d(["invoice", invoice]);
   }
 
   get_booking_history(access_token) {
-    if (Py.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
-    if (!Py.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
+    if (PyText.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
+    if (!PyText.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
     return this._d(["booking_history", this.booking_record]); // a deepcopy renders the same
   }
 
@@ -176,29 +176,29 @@ class TravelAPI {
 
   cancel_booking(access_token, booking_id) {
     const fail = (e) => this._d(["cancel_status", false], ["error", e]);
-    if (Py.eq(this.token_expires_in, 0n)) return fail("Token expired");
-    if (!Py.eq(access_token, this.access_token)) return fail("Invalid access token");
-    if (!Py.contains(this.booking_record, booking_id)) return fail("Booking not found");
+    if (PyText.eq(this.token_expires_in, 0n)) return fail("Token expired");
+    if (!PyText.eq(access_token, this.access_token)) return fail("Invalid access token");
+    if (!PyText.contains(this.booking_record, booking_id)) return fail("Booking not found");
     const b = this.booking_record.item(booking_id);
     const card_id = b.item("card_id");
     const cost = b.item("travel_cost");
     const card = this.credit_card_list.item(card_id);
-    card.set("balance", Py.add(card.item("balance"), cost));
+    card.set("balance", PyText.add(card.item("balance"), cost));
     this.booking_record.pop(booking_id);
     return this._d(["cancel_status", true]);
   }
 
   compute_exchange_rate(base_currency, target_currency, value) {
     for (const [a, b, rate] of TRAVEL_EXCHANGE) {
-      if (Py.eq(base_currency, a) && Py.eq(target_currency, b)) return this._d(["exchanged_value", Py.float(Py.mul(value, rate))]);
-      if (Py.eq(base_currency, b) && Py.eq(target_currency, a)) return this._d(["exchanged_value", Py.round(Py.div(value, rate), 2n)]);
+      if (PyText.eq(base_currency, a) && PyText.eq(target_currency, b)) return this._d(["exchanged_value", PyText.float(PyText.mul(value, rate))]);
+      if (PyText.eq(base_currency, b) && PyText.eq(target_currency, a)) return this._d(["exchanged_value", PyText.round(PyText.div(value, rate), 2n)]);
     }
-    throw Py.ValueError("No available exchange rate for the given currencies.");
+    throw PyText.ValueError("No available exchange rate for the given currencies.");
   }
 
   verify_traveler_information(first_name, last_name, date_of_birth, passport_number) {
-    if (!Py.eq(this.user_first_name, first_name) || !Py.eq(this.user_last_name, last_name)) {
-      return this._d(["verification_status", false], ["verification_failure", "Cannot book flight information for another user." + `Expected ${Py.str(this.user_first_name)} ${Py.str(this.user_last_name)}, got ${Py.str(first_name)} ${Py.str(last_name)}`]);
+    if (!PyText.eq(this.user_first_name, first_name) || !PyText.eq(this.user_last_name, last_name)) {
+      return this._d(["verification_status", false], ["verification_failure", "Cannot book flight information for another user." + `Expected ${PyText.str(this.user_first_name)} ${PyText.str(this.user_last_name)}, got ${PyText.str(first_name)} ${PyText.str(last_name)}`]);
     }
     let age;
     try {
@@ -209,7 +209,7 @@ class TravelAPI {
       const td = today.getDate();
       age = ty - y - (tm < m || (tm === m && td < d) ? 1 : 0);
     } catch (e) {
-      if (e instanceof Py.PyError && e.pyType === "ValueError") return this._d(["verification_status", false], ["verification_failure", "Invalid date of birth format. Please use YYYY-MM-DD."]);
+      if (e instanceof PyText.PyError && e.pyType === "ValueError") return this._d(["verification_status", false], ["verification_failure", "Invalid date of birth format. Please use YYYY-MM-DD."]);
       throw e;
     }
     if (age < 18) return this._d(["verification_status", false], ["verification_failure", "Traveler must be at least 18 years old."]);
@@ -218,33 +218,33 @@ class TravelAPI {
   }
 
   set_budget_limit(access_token, budget_limit) {
-    if (Py.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
-    if (!Py.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
-    budget_limit = Py.float(budget_limit);
+    if (PyText.eq(this.token_expires_in, 0n)) return this._d(["error", "Token expired"]);
+    if (!PyText.eq(access_token, this.access_token)) return this._d(["error", "Invalid access token"]);
+    budget_limit = PyText.float(budget_limit);
     this.budget_limit = budget_limit;
     return this._d(["budget_limit", budget_limit]);
   }
 
   get_nearest_airport_by_city(location) {
-    if (Array.isArray(location) || location instanceof Py.PyDict) throw Py.TypeError(`unhashable type: '${Py.typeName(location)}'`);
+    if (Array.isArray(location) || location instanceof PyText.PyDict) throw PyText.TypeError(`unhashable type: '${PyText.typeName(location)}'`);
     const hit = typeof location === "string" && Object.prototype.hasOwnProperty.call(TRAVEL_NEAREST, location) ? TRAVEL_NEAREST[location] : "Unknown";
     return this._d(["nearest_airport", hit]);
   }
 
   purchase_insurance(access_token, insurance_type, booking_id, insurance_cost, card_id) {
     const fail = (e) => this._d(["insurance_status", false], ["error", e]);
-    if (Py.eq(this.token_expires_in, 0n)) return fail("Token expired");
-    if (!Py.eq(access_token, this.access_token)) return fail("Invalid access token");
-    if (this.budget_limit !== null && Py.lt(this.budget_limit, insurance_cost)) return fail("Exceeded budget limit");
-    if (!Py.contains(this.booking_record, booking_id)) return fail("Booking not found");
-    if (!Py.contains(this.credit_card_list, card_id)) return fail("Credit card not registered");
+    if (PyText.eq(this.token_expires_in, 0n)) return fail("Token expired");
+    if (!PyText.eq(access_token, this.access_token)) return fail("Invalid access token");
+    if (this.budget_limit !== null && PyText.lt(this.budget_limit, insurance_cost)) return fail("Exceeded budget limit");
+    if (!PyText.contains(this.booking_record, booking_id)) return fail("Booking not found");
+    if (!PyText.contains(this.credit_card_list, card_id)) return fail("Credit card not registered");
     const card = this.credit_card_list.item(card_id);
-    card.set("balance", Py.sub(card.item("balance"), insurance_cost));
-    return this._d(["insurance_id", Py.str(this._random.randint(100000000n, 999999999n))], ["insurance_status", true]);
+    card.set("balance", PyText.sub(card.item("balance"), insurance_cost));
+    return this._d(["insurance_id", PyText.str(this._random.randint(100000000n, 999999999n))], ["insurance_status", true]);
   }
 
   contact_customer_support(booking_id, message) {
-    if (!Py.contains(this.booking_record, booking_id)) return this._d(["error", "Booking not found"]);
+    if (!PyText.contains(this.booking_record, booking_id)) return this._d(["error", "Booking not found"]);
     return this._d(["customer_support_message", "Thank you for contacting customer support. Your message has been received and we will get back to you shortly."]);
   }
 

@@ -15,13 +15,13 @@ const VEHICLE_ZIPCODES = {
 class VehicleControlAPI {
   _load_scenario(scenario, long_context = false) {
     const g = (k, d) => scenario.get(k, d);
-    this._random = new Py.Random(g("random_seed", 141053n));
+    this._random = new PyText.Random(g("random_seed", 141053n));
     this.fuelLevel = g("fuelLevel", 0.0);
     this.batteryVoltage = g("batteryVoltage", 12.6);
     this.engine_state = g("engineState", "stopped");
     this.remainingUnlockedDoors = g("remainingUnlockedDoors", 4n);
-    this.doorStatus = g("doorStatus", new Py.PyDict([["driver", "unlocked"], ["passenger", "unlocked"], ["rear_left", "unlocked"], ["rear_right", "unlocked"]]));
-    this.remainingUnlockedDoors = 4n - BigInt(Py.iter(this.doorStatus).filter((d) => Py.eq(this.doorStatus.item(d), "locked")).length);
+    this.doorStatus = g("doorStatus", new PyText.PyDict([["driver", "unlocked"], ["passenger", "unlocked"], ["rear_left", "unlocked"], ["rear_right", "unlocked"]]));
+    this.remainingUnlockedDoors = 4n - BigInt(PyText.iter(this.doorStatus).filter((d) => PyText.eq(this.doorStatus.item(d), "locked")).length);
     this.acTemperature = g("acTemperature", 25.0);
     this.fanSpeed = g("fanSpeed", 50n);
     this.acMode = g("acMode", "auto");
@@ -43,70 +43,70 @@ class VehicleControlAPI {
   }
 
   startEngine(ignitionMode) {
-    if (Py.eq(ignitionMode, "STOP")) this.engine_state = "stopped";
-    if (Py.gt(this.remainingUnlockedDoors, 0n)) {
-      const unlocked = this.doorStatus.items().filter(([, s]) => Py.eq(s, "unlocked")).map(([d]) => d);
-      for (const d of unlocked) if (typeof d !== "string") throw Py.TypeError(`sequence item 0: expected str instance, ${Py.typeName(d)} found`);
-      return new Py.PyDict([["error", "All doors must be locked before starting the engine. Here are the unlocked doors: " + unlocked.join(", ")]]);
+    if (PyText.eq(ignitionMode, "STOP")) this.engine_state = "stopped";
+    if (PyText.gt(this.remainingUnlockedDoors, 0n)) {
+      const unlocked = this.doorStatus.items().filter(([, s]) => PyText.eq(s, "unlocked")).map(([d]) => d);
+      for (const d of unlocked) if (typeof d !== "string") throw PyText.TypeError(`sequence item 0: expected str instance, ${PyText.typeName(d)} found`);
+      return new PyText.PyDict([["error", "All doors must be locked before starting the engine. Here are the unlocked doors: " + unlocked.join(", ")]]);
     }
-    if (!Py.eq(this.brakePedalStatus, "pressed")) return new Py.PyDict([["error", "Brake pedal needs to be pressed when starting the engine."]]);
-    if (!Py.eq(this._brakePedalForce, 1000.0)) return new Py.PyDict([["error", "Must press the brake fully before starting the engine."]]);
-    if (Py.lt(this.fuelLevel, VEHICLE_MIN_FUEL_LEVEL)) return new Py.PyDict([["error", "Fuel tank is empty."]]);
-    if (Py.eq(ignitionMode, "START")) this.engine_state = "running";
-    else return new Py.PyDict([["error", "Invalid ignition mode."]]);
-    return new Py.PyDict([["engineState", this.engine_state], ["fuelLevel", this.fuelLevel], ["batteryVoltage", this.batteryVoltage]]);
+    if (!PyText.eq(this.brakePedalStatus, "pressed")) return new PyText.PyDict([["error", "Brake pedal needs to be pressed when starting the engine."]]);
+    if (!PyText.eq(this._brakePedalForce, 1000.0)) return new PyText.PyDict([["error", "Must press the brake fully before starting the engine."]]);
+    if (PyText.lt(this.fuelLevel, VEHICLE_MIN_FUEL_LEVEL)) return new PyText.PyDict([["error", "Fuel tank is empty."]]);
+    if (PyText.eq(ignitionMode, "START")) this.engine_state = "running";
+    else return new PyText.PyDict([["error", "Invalid ignition mode."]]);
+    return new PyText.PyDict([["engineState", this.engine_state], ["fuelLevel", this.fuelLevel], ["batteryVoltage", this.batteryVoltage]]);
   }
 
   fillFuelTank(fuelAmount) {
-    if (Py.lt(fuelAmount, 0n)) return new Py.PyDict([["error", "Fuel amount cannot be negative."]]);
-    if (Py.gt(Py.add(this.fuelLevel, fuelAmount), VEHICLE_MAX_FUEL_LEVEL)) return new Py.PyDict([["error", "Cannot fill gas above the tank capacity."]]);
-    if (Py.lt(Py.add(this.fuelLevel, fuelAmount), VEHICLE_MIN_FUEL_LEVEL)) return new Py.PyDict([["error", "Fuel tank is empty. Min fuel level is 0 gallons."]]);
-    this.fuelLevel = Py.add(this.fuelLevel, fuelAmount);
-    return new Py.PyDict([["fuelLevel", this.fuelLevel]]);
+    if (PyText.lt(fuelAmount, 0n)) return new PyText.PyDict([["error", "Fuel amount cannot be negative."]]);
+    if (PyText.gt(PyText.add(this.fuelLevel, fuelAmount), VEHICLE_MAX_FUEL_LEVEL)) return new PyText.PyDict([["error", "Cannot fill gas above the tank capacity."]]);
+    if (PyText.lt(PyText.add(this.fuelLevel, fuelAmount), VEHICLE_MIN_FUEL_LEVEL)) return new PyText.PyDict([["error", "Fuel tank is empty. Min fuel level is 0 gallons."]]);
+    this.fuelLevel = PyText.add(this.fuelLevel, fuelAmount);
+    return new PyText.PyDict([["fuelLevel", this.fuelLevel]]);
   }
 
   lockDoors(unlock, door) {
-    const [from, to, delta, status] = Py.truthy(unlock) ? ["locked", "unlocked", 1n, "unlocked"] : ["unlocked", "locked", -1n, "locked"];
-    for (const d of Py.iter(door)) {
-      if (Py.eq(this.doorStatus.item(d), to)) continue;
+    const [from, to, delta, status] = PyText.truthy(unlock) ? ["locked", "unlocked", 1n, "unlocked"] : ["unlocked", "locked", -1n, "locked"];
+    for (const d of PyText.iter(door)) {
+      if (PyText.eq(this.doorStatus.item(d), to)) continue;
       this.doorStatus.set(d, to);
-      this.remainingUnlockedDoors = Py.add(this.remainingUnlockedDoors, delta);
+      this.remainingUnlockedDoors = PyText.add(this.remainingUnlockedDoors, delta);
     }
     void from;
-    return new Py.PyDict([["lockStatus", status], ["remainingUnlockedDoors", this.remainingUnlockedDoors]]);
+    return new PyText.PyDict([["lockStatus", status], ["remainingUnlockedDoors", this.remainingUnlockedDoors]]);
   }
 
   adjustClimateControl(temperature, unit, fanSpeed, mode) {
-    if (!(Py.le(0n, fanSpeed) && Py.le(fanSpeed, 100n))) return new Py.PyDict([["error", "Fan speed must be between 0 and 100."]]);
+    if (!(PyText.le(0n, fanSpeed) && PyText.le(fanSpeed, 100n))) return new PyText.PyDict([["error", "Fan speed must be between 0 and 100."]]);
     this.acTemperature = temperature;
-    if (Py.eq(unit, "fahrenheit")) this.acTemperature = Py.div(Py.mul(Py.sub(temperature, 32n), 5n), 9n);
+    if (PyText.eq(unit, "fahrenheit")) this.acTemperature = PyText.div(PyText.mul(PyText.sub(temperature, 32n), 5n), 9n);
     this.fanSpeed = fanSpeed;
     this.acMode = mode;
-    return new Py.PyDict([["currentACTemperature", temperature], ["climateMode", mode], ["humidityLevel", this.humidityLevel]]);
+    return new PyText.PyDict([["currentACTemperature", temperature], ["climateMode", mode], ["humidityLevel", this.humidityLevel]]);
   }
 
   get_outside_temperature_from_google() {
-    if (Py.truthy(this.long_context)) {
+    if (PyText.truthy(this.long_context)) {
       const weather = BfclLongContext("LONG_WEATHER_EXTENSION");
       weather.set("outsideTemperature", this._random.uniform(-10.0, 40.0));
       return weather;
     }
-    return new Py.PyDict([["outsideTemperature", this._random.uniform(-10.0, 40.0)]]);
+    return new PyText.PyDict([["outsideTemperature", this._random.uniform(-10.0, 40.0)]]);
   }
 
   get_outside_temperature_from_weather_com() {
-    return new Py.PyDict([["error", 404n]]);
+    return new PyText.PyDict([["error", 404n]]);
   }
 
   setHeadlights(mode) {
-    if (!Py.contains(["on", "off", "auto"], mode)) return new Py.PyDict([["error", "Invalid headlight mode."]]);
-    this.headLightStatus = Py.eq(mode, "on") ? "on" : "off";
-    return new Py.PyDict([["headlightStatus", this.headLightStatus]]);
+    if (!PyText.contains(["on", "off", "auto"], mode)) return new PyText.PyDict([["error", "Invalid headlight mode."]]);
+    this.headLightStatus = PyText.eq(mode, "on") ? "on" : "off";
+    return new PyText.PyDict([["headlightStatus", this.headLightStatus]]);
   }
 
   displayCarStatus(option) {
-    const status = new Py.PyDict();
-    if (Py.truthy(this.long_context)) status.set("metadata", BfclLongContext("CAR_STATUS_METADATA_EXTENSION"));
+    const status = new PyText.PyDict();
+    if (PyText.truthy(this.long_context)) status.set("metadata", BfclLongContext("CAR_STATUS_METADATA_EXTENSION"));
     const o = typeof option === "string" ? option : null;
     if (o === "fuel") status.set("fuelLevel", this.fuelLevel);
     else if (o === "battery") status.set("batteryVoltage", this.batteryVoltage);
@@ -130,106 +130,106 @@ class VehicleControlAPI {
   }
 
   activateParkingBrake(mode) {
-    if (!Py.contains(["engage", "release"], mode)) return new Py.PyDict([["error", "Invalid mode"]]);
-    const engage = Py.eq(mode, "engage");
+    if (!PyText.contains(["engage", "release"], mode)) return new PyText.PyDict([["error", "Invalid mode"]]);
+    const engage = PyText.eq(mode, "engage");
     this.parkingBrakeStatus = engage ? "engaged" : "released";
     this._parkingBrakeForce = engage ? 500.0 : 0.0;
     this._slopeAngle = 10.0;
     const out = [["parkingBrakeStatus", this.parkingBrakeStatus], ["_parkingBrakeForce", this._parkingBrakeForce], ["_slopeAngle", 10.0]];
-    if (Py.truthy(this.long_context)) out.unshift(["parkingBrakeInstruction", BfclLongContext("PARKING_BRAKE_INSTRUCTION")]);
-    return new Py.PyDict(out);
+    if (PyText.truthy(this.long_context)) out.unshift(["parkingBrakeInstruction", BfclLongContext("PARKING_BRAKE_INSTRUCTION")]);
+    return new PyText.PyDict(out);
   }
 
   pressBrakePedal(pedalPosition) {
-    if (!(Py.le(0n, pedalPosition) && Py.le(pedalPosition, 1n))) return new Py.PyDict([["error", "Pedal position must be between 0 and 1."]]);
-    if (Py.eq(pedalPosition, 0n)) {
+    if (!(PyText.le(0n, pedalPosition) && PyText.le(pedalPosition, 1n))) return new PyText.PyDict([["error", "Pedal position must be between 0 and 1."]]);
+    if (PyText.eq(pedalPosition, 0n)) {
       this.brakePedalStatus = "released";
       this._brakePedalForce = 0.0;
-      return new Py.PyDict([["brakePedalStatus", "released"], ["brakePedalForce", 0.0]]);
+      return new PyText.PyDict([["brakePedalStatus", "released"], ["brakePedalForce", 0.0]]);
     }
-    const force = Py.mul(pedalPosition, 1000n);
+    const force = PyText.mul(pedalPosition, 1000n);
     this.brakePedalStatus = "pressed";
     this._brakePedalForce = force;
-    return new Py.PyDict([["brakePedalStatus", "pressed"], ["brakePedalForce", Py.float(force)]]);
+    return new PyText.PyDict([["brakePedalStatus", "pressed"], ["brakePedalForce", PyText.float(force)]]);
   }
 
   releaseBrakePedal() {
     this.brakePedalStatus = "released";
     this._brakePedalForce = 0.0;
-    return new Py.PyDict([["brakePedalStatus", "released"], ["brakePedalForce", 0.0]]);
+    return new PyText.PyDict([["brakePedalStatus", "released"], ["brakePedalForce", 0.0]]);
   }
 
   setCruiseControl(speed, activate, distanceToNextVehicle) {
-    distanceToNextVehicle = Py.float(distanceToNextVehicle);
-    speed = Py.float(speed);
-    if (Py.eq(this.engine_state, "stopped")) return new Py.PyDict([["error", "Start the engine before activating the cruise control."]]);
-    if (Py.truthy(activate)) {
+    distanceToNextVehicle = PyText.float(distanceToNextVehicle);
+    speed = PyText.float(speed);
+    if (PyText.eq(this.engine_state, "stopped")) return new PyText.PyDict([["error", "Start the engine before activating the cruise control."]]);
+    if (PyText.truthy(activate)) {
       this.distanceToNextVehicle = distanceToNextVehicle;
-      if (speed < 0 || speed > 120 || !Py.eq(Py.mod(speed, 5n), 0n)) return new Py.PyDict([["error", "Invalid speed"]]);
+      if (speed < 0 || speed > 120 || !PyText.eq(PyText.mod(speed, 5n), 0n)) return new PyText.PyDict([["error", "Invalid speed"]]);
       this.cruiseStatus = "active";
-      return new Py.PyDict([["cruiseStatus", "active"], ["currentSpeed", speed], ["distanceToNextVehicle", distanceToNextVehicle]]);
+      return new PyText.PyDict([["cruiseStatus", "active"], ["currentSpeed", speed], ["distanceToNextVehicle", distanceToNextVehicle]]);
     }
     this.cruiseStatus = "inactive";
     this.distanceToNextVehicle = distanceToNextVehicle;
-    return new Py.PyDict([["cruiseStatus", "inactive"], ["currentSpeed", speed], ["distanceToNextVehicle", distanceToNextVehicle]]);
+    return new PyText.PyDict([["cruiseStatus", "inactive"], ["currentSpeed", speed], ["distanceToNextVehicle", distanceToNextVehicle]]);
   }
 
   get_current_speed() {
-    return new Py.PyDict([["currentSpeed", this._random.uniform(0.0, 120.0)]]);
+    return new PyText.PyDict([["currentSpeed", this._random.uniform(0.0, 120.0)]]);
   }
 
   display_log(messages) {
-    return new Py.PyDict([["log", messages]]);
+    return new PyText.PyDict([["log", messages]]);
   }
 
   estimate_drive_feasibility_by_mileage(distance) {
-    return new Py.PyDict([["canDrive", !Py.lt(Py.mul(this.fuelLevel, VEHICLE_MILE_PER_GALLON), distance)]]);
+    return new PyText.PyDict([["canDrive", !PyText.lt(PyText.mul(this.fuelLevel, VEHICLE_MILE_PER_GALLON), distance)]]);
   }
 
   liter_to_gallon(liter) {
-    return new Py.PyDict([["gallon", Py.mul(liter, 0.264172)]]);
+    return new PyText.PyDict([["gallon", PyText.mul(liter, 0.264172)]]);
   }
 
   gallon_to_liter(gallon) {
-    return new Py.PyDict([["liter", Py.mul(gallon, 3.78541)]]);
+    return new PyText.PyDict([["liter", PyText.mul(gallon, 3.78541)]]);
   }
 
   estimate_distance(cityA, cityB) {
-    const hit = VEHICLE_DISTANCES.find(([a, b]) => (Py.eq(cityA, a) && Py.eq(cityB, b)) || (Py.eq(cityA, b) && Py.eq(cityB, a)));
-    const distance = hit ? new Py.PyDict([["distance", hit[2]]]) : new Py.PyDict([["error", "distance not found in database."]]);
-    if (Py.truthy(this.long_context)) distance.set("intermediaryCities", BfclLongContext("INTERMEDIARY_CITIES"));
+    const hit = VEHICLE_DISTANCES.find(([a, b]) => (PyText.eq(cityA, a) && PyText.eq(cityB, b)) || (PyText.eq(cityA, b) && PyText.eq(cityB, a)));
+    const distance = hit ? new PyText.PyDict([["distance", hit[2]]]) : new PyText.PyDict([["error", "distance not found in database."]]);
+    if (PyText.truthy(this.long_context)) distance.set("intermediaryCities", BfclLongContext("INTERMEDIARY_CITIES"));
     return distance;
   }
 
   get_zipcode_based_on_city(city) {
     const z = typeof city === "string" && Object.prototype.hasOwnProperty.call(VEHICLE_ZIPCODES, city) ? VEHICLE_ZIPCODES[city] : "00000";
-    return new Py.PyDict([["zipcode", z]]);
+    return new PyText.PyDict([["zipcode", z]]);
   }
 
   set_navigation(destination) {
     this.destination = destination;
-    if (typeof destination !== "string") throw Py.TypeError(`can only concatenate str (not "${Py.typeName(destination)}") to str`);
-    return new Py.PyDict([["status", "Navigating to " + destination]]);
+    if (typeof destination !== "string") throw PyText.TypeError(`can only concatenate str (not "${PyText.typeName(destination)}") to str`);
+    return new PyText.PyDict([["status", "Navigating to " + destination]]);
   }
 
   check_tire_pressure() {
-    const total = Py.add(Py.add(Py.add(this.frontLeftTirePressure, this.frontRightTirePressure), this.rearLeftTirePressure), this.rearRightTirePressure);
-    const avg = Py.div(total, 4n);
-    const healthy = Py.le(30n, avg) && Py.le(avg, 35n);
-    const status = new Py.PyDict([
+    const total = PyText.add(PyText.add(PyText.add(this.frontLeftTirePressure, this.frontRightTirePressure), this.rearLeftTirePressure), this.rearRightTirePressure);
+    const avg = PyText.div(total, 4n);
+    const healthy = PyText.le(30n, avg) && PyText.le(avg, 35n);
+    const status = new PyText.PyDict([
       ["frontLeftTirePressure", this.frontLeftTirePressure],
       ["frontRightTirePressure", this.frontRightTirePressure],
       ["rearLeftTirePressure", this.rearLeftTirePressure],
       ["rearRightTirePressure", this.rearRightTirePressure],
       ["healthy_tire_pressure", healthy],
-      ["car_info", new Py.PyDict()],
+      ["car_info", new PyText.PyDict()],
     ]);
-    if (Py.truthy(this.long_context)) status.set("car_info", BfclLongContext("CAR_STATUS_METADATA_EXTENSION"));
+    if (PyText.truthy(this.long_context)) status.set("car_info", BfclLongContext("CAR_STATUS_METADATA_EXTENSION"));
     return status;
   }
 
   find_nearest_tire_shop() {
-    return new Py.PyDict([["shopLocation", "456 Oakwood Avenue, Rivermist, 83214"]]);
+    return new PyText.PyDict([["shopLocation", "456 Oakwood Avenue, Rivermist, 83214"]]);
   }
 }
 VehicleControlAPI.SIGNATURES = {

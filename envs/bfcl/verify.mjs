@@ -37,14 +37,14 @@ export function loadPorts(longContextData, travelBaseCosts) {
   }
   if (travelBaseCosts) vm.runInContext(`var BFCL_TRAVEL_BASE_COSTS = ${JSON.stringify(travelBaseCosts)};`, ctx);
   if (longContextData) vm.runInContext(`var BFCL_LONG_CONTEXT = ${JSON.stringify(longContextData)};`, ctx);
-  vm.runInContext(src + "\n;globalThis.__ports = {Py, BfclRuntime, BfclScorer, classes: {" + Object.keys(CLASS_FILES).map((c) => `${c}: typeof ${c} === 'undefined' ? undefined : ${c}`).join(",") + "}};", ctx);
+  vm.runInContext(src + "\n;globalThis.__ports = {PyText, BfclRuntime, BfclScorer, classes: {" + Object.keys(CLASS_FILES).map((c) => `${c}: typeof ${c} === 'undefined' ? undefined : ${c}`).join(",") + "}};", ctx);
   return ctx.__ports;
 }
 
 const sha = (s) => createHash("sha256").update(s).digest("hex");
 
 export function publicState(ports, instance) {
-  return { d: Object.keys(instance).filter((k) => !k.startsWith("_")).map((k) => [`s:${k}`, ports.Py.tagged(instance[k])]) };
+  return { d: Object.keys(instance).filter((k) => !k.startsWith("_")).map((k) => [`s:${k}`, ports.PyText.tagged(instance[k])]) };
 }
 
 /** Set literals print in a per-process hash order in Python; compare them as sets. */
@@ -52,7 +52,7 @@ const setOrderFree = (s) => s.replace(/\{('[^']*'(?:, '[^']*')*)\}/g, (_, items)
 
 /** Replays one call sequence (golden turns) through the ports; returns the mismatches. */
 export function replayTask(task, ports, stats, turns = task.turns, label = task.id) {
-  const { Py, BfclRuntime, classes } = ports;
+  const { PyText, BfclRuntime, classes } = ports;
   const problems = [];
   const instances = {};
   const owner = {};
@@ -60,7 +60,7 @@ export function replayTask(task, ports, stats, turns = task.turns, label = task.
     const cls = classes[c];
     if (!cls) continue; // not ported yet: its calls and states are counted as skipped
     const inst = new cls();
-    if (c !== "MathAPI") inst._load_scenario(Py.fromJson(task.initial_config[c] ?? {}), task.long_context);
+    if (c !== "MathAPI") inst._load_scenario(PyText.fromJson(task.initial_config[c] ?? {}), task.long_context);
     instances[c] = inst;
     for (const m of Object.keys(cls.SIGNATURES)) owner[m] = c;
   }
@@ -71,7 +71,7 @@ export function replayTask(task, ports, stats, turns = task.turns, label = task.
         continue;
       }
       const inst = instances[owner[call.name]];
-      const out = inst ? BfclRuntime.execute(inst, call.name, Py.fromJson(call.args)) : `Error during execution: name '${call.name}' is not defined`;
+      const out = inst ? BfclRuntime.execute(inst, call.name, PyText.fromJson(call.args)) : `Error during execution: name '${call.name}' is not defined`;
       stats.calls++;
       if (out === call.out || (out.includes("Must be one of {") && setOrderFree(out) === setOrderFree(call.out))) stats.callsMatched++;
       else problems.push(`${label} turn ${ti} call ${ci} ${call.name}(${JSON.stringify(call.args).slice(0, 200)}):\n   want ${JSON.stringify(call.out).slice(0, 600)}\n   got  ${JSON.stringify(out).slice(0, 600)}`);
@@ -94,7 +94,7 @@ export function checkVerdict(task, turns, want, golden, stats, label) {
   const gt = { ...task, ground_truth: task.turns.map((t) => t.calls.map((c) => ({ name: c.name, args: c.args }))) };
   const scorer = new ports.BfclScorer(gt, ports.classes);
   for (const turn of turns) {
-    for (const c of turn.calls) scorer.call(c.name, ports.Py.fromJson(c.args));
+    for (const c of turn.calls) scorer.call(c.name, ports.PyText.fromJson(c.args));
     scorer.endTurn();
   }
   const got = scorer.result();

@@ -59,7 +59,7 @@ def to_json(v):
 
 
 def tagged(v):
-    """Mirrors Py.tagged in envs/bfcl/py-text.js."""
+    """Mirrors PyText.tagged in envs/bfcl/py-text.js."""
     from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system import Directory, File
 
     if v is None:
