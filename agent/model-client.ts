@@ -1,15 +1,9 @@
 import OpenAI from "openai";
+import type { ChatMessage } from "../bridge/record/sft-export.js";
 import { CallCache } from "../synth/llm/call-cache.js";
 
-/** A chat message as the agent keeps it (the OpenAI shape, plus `reasoning_content` when a server returns one). */
-export interface AgentMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string | null;
-  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
-  tool_call_id?: string;
-  name?: string;
-  reasoning_content?: string;
-}
+/** A chat message as the agent keeps it: the same OpenAI shape the SFT export writes (one definition). */
+export type AgentMessage = ChatMessage;
 
 /** Sampling options passed through to the endpoint unchanged (unset ones are not sent). */
 export interface Sampling {

@@ -1,6 +1,7 @@
 import { parseAction } from "../episode/action-parser.js";
 import type { RecordedEpisode } from "./trajectory-reader.js";
 
+/** A chat message in the OpenAI shape (plus `reasoning_content` when a server returns one); the rollout agent keeps its history in it too. */
 export interface ChatMessage {
   role: "system" | "user" | "assistant" | "tool";
   content: string | null;
