@@ -363,10 +363,13 @@ export class Sandbox implements Disposable {
     live.set(this, true); // most recently used
     void m;
     this.interrupted = false;
-    this.deadline = performance.now() + this.limits.callTimeoutMs;
+    // our own prelude gets a budget of its own: an env's short per-call deadline is for its code,
+    // and compiling the prelude on a loaded machine must not fail the env's reset
+    const budget = what === "prelude" || what === "prelude install" ? Math.max(this.limits.callTimeoutMs, PRELUDE_BUDGET_MS) : this.limits.callTimeoutMs;
+    this.deadline = performance.now() + budget;
     let result: { ok: true; value: number } | { ok: false; error: number };
     const deadline = this.deadline;
-    monitor?.start(Date.now() + this.limits.callTimeoutMs);
+    monitor?.start(Date.now() + budget);
     try {
       result = run();
       // a native builtin can overrun the deadline without the interrupt handler ever being asked:
@@ -382,11 +385,11 @@ export class Sandbox implements Disposable {
     }
     if (result.ok && this.interrupted) {
       this.machine.free(result.value);
-      throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${this.limits.callTimeoutMs} ms deadline (callTimeoutMs)`));
+      throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${budget} ms deadline (${budget === this.limits.callTimeoutMs ? "callTimeoutMs" : "the prelude's own budget"})`));
     }
     if (result.ok) return result.value;
     const errorHandle = result.error;
-    if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${this.limits.callTimeoutMs} ms deadline (callTimeoutMs)`));
+    if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${budget} ms deadline (${budget === this.limits.callTimeoutMs ? "callTimeoutMs" : "the prelude's own budget"})`));
     if (this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.machine.maxBytes} bytes)`));
     // Reading a guest error runs guest code (getters); read name/message as plain strings, under a deadline.
     let message = "unknown error";
@@ -433,6 +436,8 @@ export class Sandbox implements Disposable {
 }
 
 /** The prelude's dispatcher ops: an error escaping one of them is a sandbox fault, not a guest error. */
+/** What compiling and installing the prelude (our code, once per image) may take at most. */
+const PRELUDE_BUDGET_MS = 10_000;
 const PRELUDE_OPS = new Set(["init", "call", "methods", "configure", "check"]);
 
 function memoryCap(limits: SandboxLimits): number {
