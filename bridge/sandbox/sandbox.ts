@@ -101,6 +101,24 @@ async function takeInstance(maxBytes: number, fresh: boolean): Promise<BlankInst
   return inst;
 }
 
+/**
+ * Hands out one instance at a time per thread and runs `use` (which attaches it) before the next
+ * is handed out: a burst of resets all waiting on instances at once would otherwise each pass
+ * makeRoom before any had attached, and the thread would end up holding an instance per reset
+ * (measured: 2,000 resets in flight made 2,000 instances, 1.6 GB and 6 resets/s).
+ */
+let handingOut: Promise<unknown> = Promise.resolve();
+function withInstance<T>(cap: number, fresh: boolean, use: (inst: BlankInstance) => T): Promise<T> {
+  const turn = handingOut.then(async () => {
+    makeRoom(cap); // puts the least recently used to sleep, which gives its instance to the pool
+    const inst = await takeInstance(cap, fresh);
+    makeRoom(cap); // a synchronous wake may have taken the room meanwhile
+    return use(inst);
+  });
+  handingOut = turn.catch(() => undefined);
+  return turn;
+}
+
 function recycle(inst: BlankInstance, always = false): void {
   const pool = poolFor(inst.maxBytes);
   if (always || (pool.recycled.length < RECYCLED_PER_CAP && inst.memory.buffer.byteLength <= RECYCLE_MAX_BYTES)) pool.recycled.push(inst);
@@ -237,9 +255,7 @@ export class Sandbox implements Disposable {
   static async create(options: SandboxOptions): Promise<Sandbox> {
     const stackBytes = Math.min(options.limits.stackBytes, safeGuestStackBytes());
     const sandbox = new Sandbox(options.mode, options.limits, stackBytes, options);
-    const inst = await takeInstance(memoryCap(options.limits), true);
-    makeRoom(inst.maxBytes);
-    sandbox.attach(Machine.create(inst, stackBytes, sandbox.target));
+    await withInstance(memoryCap(options.limits), true, (inst) => sandbox.attach(Machine.create(inst, stackBytes, sandbox.target)));
     try {
       sandbox.install();
       sandbox.configure(options);
@@ -253,9 +269,7 @@ export class Sandbox implements Disposable {
   /** A sandbox continuing from an image (usually recycled instance + memory copy), then configured. */
   static async restore(image: SandboxImage, config: SandboxConfig | null, hostRead: HostRead): Promise<Sandbox> {
     const sandbox = new Sandbox(image.mode, image.limits, image.stackBytes, { seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead });
-    makeRoom(image.machine.maxBytes);
-    const inst = await takeInstance(image.machine.maxBytes, false);
-    sandbox.attach(Machine.restore(inst, image.machine, sandbox.target));
+    await withInstance(image.machine.maxBytes, false, (inst) => sandbox.attach(Machine.restore(inst, image.machine, sandbox.target)));
     if (config) {
       try {
         sandbox.configure(config);
