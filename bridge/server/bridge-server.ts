@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../protocol/codec.js";
 import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error-codes.js";
 import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody } from "../../protocol/messages.js";
+import { compactStep } from "../../protocol/step-wire.js";
 import { EnvRuntime, RuntimeError, type ForkResult } from "../engine/env-runtime.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
@@ -232,14 +233,14 @@ export class BridgeServer {
       case "reset":
         return this.reset(req.scenario_id, req.seed, req.session_id, client);
       case "step":
-        return this.onSession(req.session_id, (s) => this.runtime.step(needEpisode(s), req.action) as unknown as Promise<Result>);
+        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.step(needEpisode(s), req.action)) as unknown as Result);
       case "step_batch": {
         // any size up to the replica's session limit works; the schema's own bound is far above it
         if (req.steps.length > this.limits.maxSessions) throw new ProtocolError("too_large", `a step_batch holds at most max_sessions (${this.limits.maxSessions}) entries; got ${req.steps.length}`);
         const results = await Promise.all(
           req.steps.map((st) =>
             this.onSession(st.session_id, (s) => this.runtime.step(needEpisode(s), st.action)).then(
-              (result) => ({ ok: true, result }),
+              (result) => ({ ok: true, result: compactStep(result) }),
               (e: unknown) => ({ ok: false, error: errorBody(e) }),
             ),
           ),
@@ -247,7 +248,7 @@ export class BridgeServer {
         return { results };
       }
       case "finish":
-        return this.onSession(req.session_id, (s) => this.runtime.finish(needEpisode(s)) as unknown as Promise<Result>);
+        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.finish(needEpisode(s))) as unknown as Result);
       case "state":
         return this.onSession(req.session_id, async (s) => {
           const ep = needEpisode(s);

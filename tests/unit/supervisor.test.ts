@@ -6,6 +6,7 @@ import { expect, test } from "vitest";
 import { curveKeyPair } from "zeromq";
 import { isLocalEndpoint, replicaEndpoint, Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
 import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
 
 const silent = pino({ level: "silent" });
@@ -81,7 +82,7 @@ test("CurveZMQ: the connection file's client key is served; unlisted keys and pl
   const stranger = new BridgeClient(endpoint, { timeoutMs: 1500, curve: { serverPublicKey: curve.server_public_key, ...curveKeyPair() } });
   const plain = new BridgeClient(endpoint, { timeoutMs: 1500 });
   try {
-    expect(await allowed.request("hello")).toMatchObject({ protocol_version: 1 });
+    expect(await allowed.request("hello")).toMatchObject({ protocol_version: PROTOCOL_VERSION });
     expect(await stranger.request("hello").catch((e: BridgeError) => e.code)).toBe("timeout");
     expect(await plain.request("hello").catch((e: BridgeError) => e.code)).toBe("timeout");
     expect(await allowed.request("reset", { scenario_id: "notes-1" })).toHaveProperty("session_id");
