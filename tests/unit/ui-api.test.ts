@@ -77,7 +77,7 @@ describe("envs", () => {
 });
 
 describe("play", () => {
-  test("start, tool calls (structured and raw text) with diffs, checks scored live on a copy, finish with the reward", async () => {
+  test("start, tool calls (structured and raw text) with diffs, checks scored live on a fork, finish with the reward", async () => {
     const s = await post("/api/play/start", { page: "p1", scenario_id: "notes-1", seed: 5 });
     expect(s.info).toMatchObject({ scenario_id: "notes-1", seed: 5, mode: "task" });
     expect(s.state.notes.n1).toMatchObject({ title: "groceries" });
@@ -278,7 +278,7 @@ describe("security", () => {
 });
 
 describe("conversation scenarios with a simulated user", () => {
-  test("talk as the agent; checks are scored at the end (a scoring copy would ask the user model again)", async () => {
+  test("talk as the agent; checks are scored live on a fork, and finally when the user stops", async () => {
     const user = await OpenAIFixture.start(["# Reply:\nHi, how many notes do I have? I'm u3.", "# Reply:\nThanks! ###STOP###"]);
     const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(dir, "none"), port: 0, user: { baseURL: user.baseURL, apiKey: "x", model: "m", maxRetries: 0 } });
     const prev = ui;
@@ -286,8 +286,8 @@ describe("conversation scenarios with a simulated user", () => {
     try {
       const s = await post("/api/play/start", { page: "c", scenario_id: "notes-2", seed: 1 });
       expect(s.observation.content).toBe("Hi, how many notes do I have? I'm u3.");
-      expect(s).toMatchObject({ live_scoring: false, score: null });
-      expect((await call("/api/play/score", { episode_id: s.episode_id })).status).toBe(409);
+      expect(s).toMatchObject({ live_scoring: true, score: { how: "copy", reward: 0 } });
+      expect(await post("/api/play/score", { episode_id: s.episode_id })).toMatchObject({ how: "copy", reward: 0 });
       await post("/api/play/step", { episode_id: s.episode_id, action: { name: "add_note", arguments: { user_id: "u3", title: "x", body: "y" } } });
       const end = await post("/api/play/step", { episode_id: s.episode_id, action: "You have 1 note; I added 'x'." });
       expect(end.result).toMatchObject({ terminated: true, info: { end_reason: "user_stop" } });
