@@ -121,9 +121,14 @@ export class PlayView {
   }
 
   closeTab(ep) {
-    ep.agent?.source.close();
-    if (!ep.closed) void api("/api/play/close", { episode_id: ep.id }).catch(() => {});
     ep.closed = true;
+    const run = ep.agent;
+    if (run && !run.ended) {
+      // stopped first: the run would otherwise end on its next step, against a closed episode
+      void api("/api/agent/stop", { run_id: run.id }).catch(() => {}).finally(() => void api("/api/play/close", { episode_id: ep.id }).catch(() => {}));
+      this.agentDone(run);
+      this.agentStatus(h("span.muted", "the model's run was stopped: its episode was closed"));
+    } else void api("/api/play/close", { episode_id: ep.id }).catch(() => {});
     ep.tab.remove();
     this.eps = this.eps.filter((x) => x !== ep);
     if (this.ep === ep) {
