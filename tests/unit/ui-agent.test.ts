@@ -120,7 +120,7 @@ describe("a model plays from the UI", () => {
   test("stop: the call in flight is cancelled and the episode stays open to play on by hand", async () => {
     const m = await model([{ tool_calls: [ADD] }, { hang: true }]);
     const { run_id } = await post("/api/agent/start", { page: "s", scenario_id: "notes-1", seed: 2, base_url: m.baseURL, model: "m", agent_mode: "fc", timeout_s: 300 });
-    for (let i = 0; i < 200 && m.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 1200 && m.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 25));
     expect(m.requests).toHaveLength(2);
     const stream = events(run_id);
     expect(await post("/api/agent/stop", { run_id })).toEqual({ stopped: true });
@@ -138,7 +138,7 @@ describe("a model plays from the UI", () => {
   test("hand steps are refused while a model plays the episode", async () => {
     const m = await model([{ hang: true }]);
     const { run_id } = await post("/api/agent/start", { page: "b", scenario_id: "notes-1", seed: 2, base_url: m.baseURL, model: "m", agent_mode: "fc", timeout_s: 300 });
-    for (let i = 0; i < 200 && m.requests.length < 1; i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 1200 && m.requests.length < 1; i++) await new Promise((r) => setTimeout(r, 25));
     const res = await fetch(new URL(`/api/agent/events?run_id=${run_id}`, ui.url));
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);

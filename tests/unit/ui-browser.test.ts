@@ -309,4 +309,28 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
       await hung.close();
     }
   });
+  test("play: a step beyond the snapshot limit runs, and the page shows why it cannot be undone", async () => {
+    const small = await UiServer.start({ envs: [FIXTURES], trajectories: join(ARTIFACTS, "none"), port: 0, maxSnapshots: 1 });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    try {
+      await page.goto(`${small.url}#play/notes-1/2`);
+      await page.waitForSelector("#scenario-select option[value=notes-1]", { state: "attached" });
+      await page.click("#start");
+      await page.waitForSelector("#checks li.fail");
+      for (const [i, call] of ['{"name": "add_note", "arguments": {"user_id": "u2", "title": "todo", "body": "call mom"}}', '{"name": "delete_note", "arguments": {"note_id": "n1"}}'].entries()) {
+        await page.fill("#raw-text", call);
+        await page.click("#send-raw");
+        await page.waitForFunction((n) => document.getElementById("step-count")?.textContent === `step ${n}`, i + 1);
+      }
+      expect(await page.textContent("#undo-note .error-box")).toMatch(/too_large.*cannot be undone.*limit of 1 snapshots/);
+      expect(await page.textContent("#undo")).toBe("Undo (back to step 0)");
+      expect(await page.textContent("#live-reward")).toBe("would score 1");
+      const path = join(ARTIFACTS, "12-play-snapshot-limit.png");
+      await page.screenshot({ path });
+      expect(statSync(path).size).toBeGreaterThan(10_000);
+    } finally {
+      await page.close();
+      await small.close();
+    }
+  });
 });
