@@ -177,4 +177,27 @@ describe("a model plays from the UI", () => {
     expect((await call("/api/info")).body.agent.running).toBe(0);
     await post("/api/play/close-page", { page: "r" });
   });
+  test("a conversation: the model talks to the simulated user through the loop, live-scored, until the user stops", async () => {
+    const user = await model(["# Reply:\nHi, how many notes do I have? I'm u3.", "# Reply:\nThanks! ###STOP###"]);
+    const add = { id: "c1", type: "function" as const, function: { name: "add_note", arguments: JSON.stringify({ user_id: "u3", title: "x", body: "y" }) } };
+    const m = await model([{ tool_calls: [add] }, "You have 1 note; I added 'x' for you."]);
+    const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-agent-")), "none"), port: 0, user: { baseURL: user.baseURL, apiKey: "x", model: "u", maxRetries: 0 } });
+    const prev = ui;
+    ui = conv;
+    try {
+      const { run_id } = await post("/api/agent/start", { page: "c", scenario_id: "notes-2", seed: 1, base_url: m.baseURL, model: "m", agent_mode: "fc", timeout_s: 30 });
+      const evs = (await events(run_id)).map((x) => x.e);
+      expect(evs[0]!.observation.content).toBe("Hi, how many notes do I have? I'm u3.");
+      const steps = evs.filter((e) => e.type === "step");
+      expect(steps[0]!.score.reward_info.checks.map((c: Json) => c.passed)).toEqual([true, false]);
+      expect(steps[1]!.result).toMatchObject({ terminated: true, reward: 1, info: { end_reason: "user_stop" } });
+      expect(evs.at(-1)).toMatchObject({ type: "end", outcome: { reward: 1, success: true, end_reason: "user_stop", steps: 2, failures: [] } });
+      // the model read the user's opening words; the user was asked once per agent reply (and once to open)
+      expect(m.requests[0]!.messages[1]).toMatchObject({ role: "user", content: "Hi, how many notes do I have? I'm u3." });
+      expect(user.requests).toHaveLength(2);
+    } finally {
+      ui = prev;
+      await conv.close();
+    }
+  });
 });

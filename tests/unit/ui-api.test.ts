@@ -301,9 +301,9 @@ describe("conversation scenarios with a simulated user", () => {
   });
 });
 
-test("`envscaler ui` takes a synth run folder for --envs, prints the URL as a JSON line, and stops on SIGTERM", async () => {
+test("`envscaler ui` takes a synth run folder for --envs and the agent form's defaults and snapshot limit, prints the URL as a JSON line, and stops on SIGTERM", async () => {
   const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
-  const child = spawn(process.execPath, ["--import", "tsx", cli, "ui", "--envs", join(dir, "run"), "--trajectories", join(dir, "traj"), "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", cli, "ui", "--envs", join(dir, "run"), "--trajectories", join(dir, "traj"), "--port", "0", "--max-snapshots", "3", "--agent-base-url", "http://127.0.0.1:9/v1", "--agent-model", "m1"], { stdio: ["ignore", "pipe", "pipe"] });
   try {
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d));
@@ -312,6 +312,8 @@ test("`envscaler ui` takes a synth run folder for --envs, prints the URL as a JS
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     const envs = (await (await fetch(new URL("/api/envs", url))).json()) as Json;
     expect(envs.envs.map((e: Json) => [e.id, e.provenance.kind])).toEqual([["notes-v1", "synth"]]);
+    const info = (await (await fetch(new URL("/api/info", url))).json()) as Json;
+    expect(info).toMatchObject({ agent: { base_url: "http://127.0.0.1:9/v1", model: "m1", running: 0 }, snapshots: { per_episode: 3, mb: 512 } });
   } finally {
     child.kill("SIGTERM");
   }
