@@ -537,7 +537,10 @@ export class EnvRuntime {
 
   /** Puts the episode back to a snapshot's point (any snapshot of this runtime): the same as closing it and forking the snapshot under its id. */
   async restoreSnapshot(episodeId: string, snapshotId: string): Promise<ForkResult> {
-    if (!this.snapshots.has(snapshotId)) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
+    const snap = this.snapshots.get(snapshotId);
+    if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
+    // checked before the episode is closed: a snapshot lost with its worker must not take the episode with it
+    if (snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
     const rec = this.episode(episodeId);
     // the episode's own snapshots outlive this (a restore is how one goes back to them)
     const kept = rec.snapshots;
