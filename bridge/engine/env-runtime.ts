@@ -522,6 +522,12 @@ export class EnvRuntime {
     return result;
   }
 
+  /** What a held snapshot is of (null: dropped, or never taken), so a front can check it before restoring. */
+  snapshotInfo(snapshotId: string): { scenario_id: string; episode_id: string; step: number; state_hash: string; bytes: number } | null {
+    const snap = this.snapshots.get(snapshotId);
+    return snap ? { scenario_id: snap.inputs.scenario_id, episode_id: snap.owner.id, step: snap.step, state_hash: snap.stateHash, bytes: snap.bytes } : null;
+  }
+
   async dropSnapshot(snapshotId: string): Promise<boolean> {
     const snap = this.snapshots.get(snapshotId);
     if (!snap) return false;
