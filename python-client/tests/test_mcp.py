@@ -595,3 +595,59 @@ def test_snapshot_and_fork_limits_are_typed_errors(tmp_path: Path, built_bridge:
                 assert st["forks_waiting"] == 0 and st["runtime"]["episodes"] == st["sessions"] <= 1
 
         asyncio.run(main())
+
+
+# ---------------------------------------------------------------------- the OpenAI Agents SDK example
+
+
+@contextmanager
+def openai_fixture(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Path]]:
+    """tests/openai-fixture.ts as a process: scripted chat completions; yields its base URL and the request log."""
+    script_file, requests = tmp_path / "script.json", tmp_path / "requests.jsonl"
+    script_file.write_text(json.dumps(script))
+    process = subprocess.Popen(["node", "--import", "tsx", str(REPO / "tests" / "openai-fixture-main.ts"), str(script_file), str(requests)],
+                               cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = process.stdout.readline() if process.stdout else b""
+        if not line:
+            raise AssertionError(f"the OpenAI fixture did not start: {process.stderr.read().decode() if process.stderr else ''}")
+        yield json.loads(line)["base_url"], requests
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def test_openai_agents_sdk_example_plays_an_episode(server: McpServer, tmp_path: Path) -> None:
+    pytest.importorskip("agents", reason="the Agents SDK example needs `openai-agents` (python-client[test])")
+    import importlib.util
+
+    from agents import set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    spec = importlib.util.spec_from_file_location("openai_agents_mcp", REPO / "python-client" / "examples" / "openai_agents_mcp.py")
+    assert spec and spec.loader
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    set_tracing_disabled(True)
+
+    calls = LIBRARY_1["reference_actions"]
+    final = "Returned the overdue book, paid the fine and checked out both books."
+    # the scripted model: one tool call per turn (the reference solution), then its closing reply
+    script: list[Any] = [{"tool_calls": [{"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}]} for i, c in enumerate(calls)]
+    script.append(final)
+    with openai_fixture(tmp_path, script) as (base_url, requests):
+        model = AsyncOpenAI(base_url=base_url, api_key="fixture-key", max_retries=0)
+        out = asyncio.run(example.rollout(server.url, server.info["control"], CONTROL_TOKEN, "library-1", 3, "agents-sdk-1", "fixture", model))
+        sent = [json.loads(line) for line in requests.read_text().splitlines()]
+    assert out["final_output"] == final
+    assert out["score"]["reward"] == 1.0 and out["score"]["steps"] == len(calls) + 1, out["score"]
+    # the SDK gave the model the env's tools (from tools/list) and the task (from the task prompt)
+    assert len(sent) == len(calls) + 1
+    assert [t["function"]["name"] for t in sent[0]["tools"]] == [t["function"]["name"] for t in manifest("library")["tools"]]
+    assert LIBRARY_1["task"] in sent[0]["messages"][0]["content"]
+    # each tool call reached the session's episode, and its result went back to the model
+    tool_results = [m for m in sent[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_results) == len(calls) and all('"success"' in str(m["content"]) for m in tool_results)
+    # the SDK closed its session on the way out: the episode was freed
+    status, body = server.control("GET", "/sessions/agents-sdk-1")
+    assert status == 404 and body["error"]["code"] == "session_closed"
