@@ -399,7 +399,16 @@ def test_episodes_are_recorded_and_replay(tmp_path: Path, built_bridge: None) ->
 
         async def main() -> None:
             async with session(s.url, on("library-1", rollout="rec")) as c:
-                for a in LIBRARY_1["reference_actions"]:
+                calls = LIBRARY_1["reference_actions"]
+                await c.call_tool(calls[0]["name"], calls[0]["arguments"])
+                snap = s.control("POST", "/sessions/rec/snapshot")[1]
+                await c.call_tool(calls[1]["name"], calls[1]["arguments"])
+                # forks and restores are recorded too (forked_from and the actions before the fork)
+                fork = s.control("POST", "/sessions/rec/fork")[1]
+                async with session(s.url, {"X-EnvScaler-Fork": fork["session_id"]}) as f:
+                    await f.call_tool(calls[2]["name"], calls[2]["arguments"])
+                assert s.control("POST", "/sessions/rec/restore", {"snapshot_id": snap["snapshot_id"]})[0] == 200
+                for a in calls[1:]:
                     await c.call_tool(a["name"], a["arguments"])
                 assert s.control("POST", "/sessions/rec/finish")[1]["reward"] == 1.0
 
@@ -408,6 +417,8 @@ def test_episodes_are_recorded_and_replay(tmp_path: Path, built_bridge: None) ->
     assert len(files) == 1
     out = subprocess.run(["node", str(CLI), "replay", str(files[0]), "--envs", str(BUNDLED_ENVS)], capture_output=True, timeout=120)
     assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+    # the session until its restore, the fork, and the session after the restore
+    assert "3/3 episodes replayed exactly" in out.stdout.decode() + out.stderr.decode(), out.stdout.decode()
 
 
 # ---------------------------------------------------------------------- snapshot, fork, restore (control routes)
