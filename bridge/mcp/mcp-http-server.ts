@@ -237,8 +237,11 @@ export class McpHttpServer {
       registered = await this.connect(req, res, body, fork.id, fork.rollout, fork.episode);
     } finally {
       this.opening--;
-      // a failed handshake leaves the fork waiting for another try (unless it was closed meanwhile)
-      if (!registered && !fork.closing) this.forks.set(fork.id, fork);
+      if (!registered) {
+        // a failed handshake leaves the fork waiting for another try, unless the server is stopping
+        if (this.stopping) await fork.episode.close();
+        else this.forks.set(fork.id, fork);
+      }
     }
   }
 
