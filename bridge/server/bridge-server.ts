@@ -291,6 +291,9 @@ export class BridgeServer {
           replica: this.replica,
           instance: this.instance,
           uptime_s: Math.round((Date.now() - this.started) / 1000),
+          // the serve's supervisor restarted this slot once per instance before this one: the
+          // count comes from the replica itself, so a watcher that never saw an earlier instance still learns of it
+          restarts: this.options.previousInstances?.length ?? 0,
           sessions: this.sessions.size,
           requests: this.counters.requests,
           errors: this.counters.errors,

@@ -58,6 +58,9 @@ test("a killed replica is restarted; its sessions are lost with a typed error, t
     const lost = await clients[0]!.request("step", { session_id: a!.session_id, action: ref[1] }).catch((e: BridgeError) => e);
     expect(lost).toBeInstanceOf(BridgeError);
     expect((lost as BridgeError).code).toBe("session_lost");
+    // the replica itself reports the restart: a watcher that never saw the first instance still counts it
+    expect(await clients[0]!.request("stats")).toMatchObject({ instance: after!.instance, restarts: 1 });
+    expect(await clients[1]!.request("stats")).toMatchObject({ restarts: 0 });
     // closing what the restart already ended is not an error
     expect(await clients[0]!.request("close", { session_id: a!.session_id })).toEqual({ closed: true });
     const done = await clients[1]!.request("step", { session_id: b!.session_id, action: "Done." });
