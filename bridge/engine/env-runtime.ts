@@ -594,6 +594,18 @@ export class EnvRuntime {
     for (const snap of rec.snapshots) void this.dropSnapshot(snap.id);
   }
 
+  /** The episode limits in force (defaults filled in), as `hello` reports them. */
+  limits(): { max_action_bytes: number; max_episode_input_bytes: number; max_snapshots_per_episode: number; max_snapshot_bytes: number; quarantine_after: number } {
+    const o = this.options;
+    return {
+      max_action_bytes: o.maxActionBytes ?? 1 << 20,
+      max_episode_input_bytes: o.maxEpisodeInputBytes ?? 64 << 20,
+      max_snapshots_per_episode: o.maxSnapshotsPerEpisode ?? 32,
+      max_snapshot_bytes: o.maxSnapshotBytes ?? 1 << 30,
+      quarantine_after: o.quarantineAfter ?? 2,
+    };
+  }
+
   stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; snapshots: number; snapshot_bytes: number; quarantined: string[] } {
     return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: this.snapshots.size, snapshot_bytes: this.snapshotBytes, quarantined: [...this.quarantined.keys()] };
   }

@@ -207,7 +207,7 @@ export class BridgeServer {
           server_version: SERVER_VERSION,
           replica: this.replica,
           instance: this.instance,
-          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions, max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions },
+          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions, max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions, ...this.runtime.limits() },
           ops: [...OPS],
         };
       case "list_envs":

@@ -113,7 +113,7 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
   const { spawn, execFileSync } = await import("node:child_process");
   const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
   // node itself, not npx: the child is the supervisor, and its child is the replica
-  const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0", "--max-snapshots", "5", "--max-action-bytes", "2000", "--quarantine-after", "3", "--max-episode-input-mb", "2", "--max-snapshot-mb", "3"], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   serve.stderr!.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => serve.once("exit", (code) => resolve(code)));
@@ -130,8 +130,8 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
     });
     const client = new BridgeClient(endpoints[0]!, { timeoutMs: 10_000 });
     try {
-      const hello = (await client.request("hello", {})) as { limits: { max_in_flight: number } };
-      expect(hello.limits.max_in_flight).toBe(7);
+      const hello = (await client.request("hello", {})) as { limits: Record<string, number> };
+      expect(hello.limits).toMatchObject({ max_in_flight: 7, max_snapshots_per_episode: 5, max_action_bytes: 2000, quarantine_after: 3, max_episode_input_bytes: 2 << 20, max_snapshot_bytes: 3 << 20 });
     } finally {
       client.close();
     }
