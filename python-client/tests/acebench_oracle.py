@@ -143,7 +143,7 @@ def verdict(ns, saved, run, answer, category):
     return {"valid": not rows, "error_type": rows[0]["error_type"] if rows else None, "process_accuracy": process}
 
 
-def fuzz_calls(rng, entry, n):
+def fuzz_calls(rng, entry, n, undocumented=True):
     """Error paths: wrong types, missing and extra arguments, unknown names and ids, undocumented names."""
     docs = entry["function"]
     pool = ["Eve", "Frank", "Grace", "Nobody", "", "Domino's", "Heytea", "Hema Fresh", "Nowhere", "Margherita Pizza", "Fresh Gift Pack", "password123", "wrong",
@@ -164,7 +164,7 @@ def fuzz_calls(rng, entry, n):
     out = []
     for _ in range(n):
         r = rng.random()
-        if r < 0.05:
+        if undocumented and r < 0.05:
             out.append((rng.choice(["no_such_tool", "view_all_reminders", "authenticate_user", "process_refund", "update_balance", "get_baggage_allowance", "calculate_baggage_fee", "delete_reminder", "search_orders", "view_orders", "get_all_message_times_with_ids", "view_logged_in_users"]), {}))
             continue
         doc = rng.choice(docs)
@@ -180,7 +180,8 @@ def fuzz_calls(rng, entry, n):
              ("calculate_baggage_fee", {"membership_level": rng.choice(["gold", "silver", "platinum"]), "cabin_class": "Economy Class", "baggage_count": rng.choice([5, 1.0, 0, "2"])}),
              ("get_baggage_allowance", {"membership_level": "silver", "cabin_class": rng.choice(["Business Class", "x"])}), ("view_all_reminders", {}), ("delete_reminder", {"reminder_id": rng.choice([1, 2, 9])}),
              ("get_all_message_times_with_ids", {}), ("view_orders", {"user_name": "Eve"}), ("search_orders", {"keyword": rng.choice(["pizza", 3])}), ("view_logged_in_users", {})]
-    out.extend(rng.sample(extra, 3))
+    if undocumented:
+        out.extend(rng.sample(extra, 3))
     rng.shuffle(out)
     return out
 
@@ -222,6 +223,7 @@ def main():
                     variants["swap"] = gt[:j] + [gt[j + 1], gt[j]] + gt[j + 2:]
             fz = fuzz_calls(rng, entry, a.fuzz)
             variants["fuzz"] = fz
+            variants["fuzz_docs"] = fuzz_calls(rng, entry, a.fuzz, undocumented=False)
             variants["fuzz_then_gt"] = fz[: a.fuzz // 2] + gt
             variants["gt_then_fuzz"] = gt + fz[a.fuzz // 2:]
             record = {"id": entry["id"], "category": category, "involved_classes": entry["involved_classes"], "initial_config": entry["initial_config"], "variants": []}
