@@ -105,3 +105,32 @@ test.skipIf(!existsSync(join(ACE, "data")))(`envscaler eval acebench: multi-step
     await fixture.close();
   }
 }, 300_000);
+
+test.skipIf(!existsSync(join(ACE, "reference")))("envscaler eval acebench: a multi-turn conversation with a simulated user that follows ACEBench's own user prompt, scored by the end-to-end check", async () => {
+  // agent_multi_turn_0's milestone calls (the inbox is full: the oldest message goes first)
+  const solution: [string, Record<string, unknown>][] = [
+    ["turn_on_wifi", {}],
+    ["get_earliest_message_id", {}],
+    ["delete_message", { message_id: 3 }],
+    ["send_message", { sender_name: "Grace", receiver_name: "Frank", message: "Are you free tomorrow to have lunch with me?" }],
+  ];
+  const fixture = await OpenAIFixture.start((r) => {
+    if (r.model === "user-sim") return r.messages.some((m) => m.role === "assistant") ? "# Thought:\ndone\n# Reply:\n###STOP###" : "# Thought:\nstart\n# Reply:\nI am Grace, please send Frank: 'Are you free tomorrow to have lunch with me?'";
+    const calls = r.messages.filter((m) => m.role === "assistant").length;
+    const next = solution[calls];
+    return next ? fenced(next[0], next[1]) : "The message was sent.";
+  });
+  const out = tmp();
+  try {
+    const { stdout } = await cli(["eval", "acebench", "--from", ACE, "--domain", "multi_turn", "--limit", "1", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--user-model", "user-sim", "--user-base-url", fixture.baseURL, "--out", out]);
+    expect(stdout).toContain("accuracy per category: multi_turn 1.000 (1/1)");
+    const r = readResults(out);
+    expect(r.episodes.map((e) => [e.scenario_id, e.reward, e.end_reason])).toEqual([["agent_multi_turn_0", 1, "user_stop"]]);
+    const userSystem = fixture.requests.find((q) => q.model === "user-sim")!.messages[0]!.content;
+    expect(userSystem).toContain("You are a user interacting with an agent.");
+    expect(userSystem).toContain("Instruction: Your name is Grace.");
+    expect(userSystem).not.toContain("finish conversation");
+  } finally {
+    await fixture.close();
+  }
+}, 300_000);
