@@ -9,8 +9,11 @@ export const ACEBENCH_CATEGORIES = ["multi_step", "multi_turn"] as const;
 export type AceBenchCategory = (typeof ACEBENCH_CATEGORIES)[number];
 export const ACEBENCH_CLASSES = ["BaseApi", "MessageApi", "ReminderApi", "FoodPlatform", "Travel"] as const;
 
-/** apimodel_inference.py: max_dialog_turns (messages of any role in one dialogue). */
-export const ACEBENCH_MAX_DIALOG_TURNS = 40;
+/**
+ * apimodel_inference.py caps a dialogue at max_dialog_turns = 40 messages of any role; every agent
+ * message is followed by an execution or user message, so the agent gets at most 20 of them.
+ */
+export const ACEBENCH_MAX_AGENT_STEPS = 20;
 
 /** Our JavaScript ports, shipped with the package (PyText comes from the BFCL port). */
 const HERE = import.meta.url.endsWith(".ts") ? import.meta.dirname : resolve(import.meta.dirname, "..", "..", "..", "envs", "acebench");
@@ -204,7 +207,7 @@ export function importAcebench(from: string, out: string, categories: readonly A
         source_file: "env.js",
         tools: docs.map(toOpenAiTool),
         observation_format: "python",
-        max_steps: ACEBENCH_MAX_DIALOG_TURNS,
+        max_steps: ACEBENCH_MAX_AGENT_STEPS,
         default_state: {},
         limits: { memory_mb: 128, call_timeout_ms: 5000 },
       };
@@ -214,7 +217,7 @@ export function importAcebench(from: string, out: string, categories: readonly A
         const a = answers.get(e.id);
         if (!a) throw new Error(`${e.id} has no ground truth in possible_answer/`);
         const initial_state = { task: { id: e.id, mode: cat, involved_classes: e.involved_classes, initial_config: e.initial_config, ground_truth: a.ground_truth, mile_stone: a.mile_stone } };
-        const common = { id: e.id, env_id: envId, initial_state, max_steps: ACEBENCH_MAX_DIALOG_TURNS, reward: "all", checks: [{ description: "ACEBench's end-to-end check: the saved attributes of every class equal the ground truth's", source: VERDICT_CHECK }] };
+        const common = { id: e.id, env_id: envId, initial_state, max_steps: ACEBENCH_MAX_AGENT_STEPS, reward: "all", checks: [{ description: "ACEBench's end-to-end check: the saved attributes of every class equal the ground truth's", source: VERDICT_CHECK }] };
         return cat === "multi_step" ? { ...common, task: e.question, mode: "task" } : { ...common, task: e.question, mode: "conversation", user_instructions: userPrompt(from, travel, e.question, python) };
       });
       writeFileSync(join(dir, "scenarios.json"), `${JSON.stringify(scenarios)}\n`);
