@@ -186,6 +186,74 @@ def fuzz_calls(rng, entry, n, undocumented=True):
     return out
 
 
+# Hand-written sequences through the branches random calls rarely reach (refunds, cabin and
+# baggage changes, capacity limits, messages without a time, float and bool arguments).
+TRAVEL_PATHS = [
+    ("get_flight_details", {}), ("get_flight_details", {"origin": "Nowhere"}), ("get_flight_details", {"destination": "Beijing"}),
+    ("get_user_details", {"user_id": "user1", "password": "password123"}), ("get_user_details", {"user_id": "user1", "password": "x"}),
+    ("get_reservation_details", {"user_id": "user2"}), ("get_reservation_details", {}), ("get_reservation_details", {"reservation_id": "res_1", "user_id": "user2"}),
+    ("find_transfer_flights", {"origin_city": "Beijing", "transfer_city": "Nanjing", "destination_city": "Shenzhen"}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": 1.0}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CZ1765", "cabin": "Business Class", "payment_method": "cash", "baggage_count": 5}),
+    ("reserve_flight", {"user_id": "user3", "password": "password789", "flight_no": "MU1566", "cabin": "Business Class", "payment_method": "cash", "baggage_count": 3}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "card", "baggage_count": 1}),
+    ("reserve_flight", {"user_id": "user2", "password": "nope", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": 1}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "XX0000", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": 1}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": True}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "new_cabin": "Business Class"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_2", "new_cabin": "Economy Class", "new_payment_method": "cash"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_2", "new_flight_no": "CZ4321"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_2", "new_flight_no": "CA1234"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "add_baggage": 3}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "add_baggage": 2.5, "new_payment_method": "cash"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "add_baggage": "2"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "new_cabin": "First Class", "new_payment_method": "wire"}),
+    ("modify_flight", {"user_id": "user2", "reservation_id": "res_4", "add_baggage": 1}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1"}),
+    ("modify_flight", {"user_id": "user3", "reservation_id": "res_1", "new_cabin": "Business Class"}),
+    ("cancel_reservation", {"user_id": "user1", "reservation_id": "res_1", "reason": "The airline has canceled the flight."}),
+    ("cancel_reservation", {"user_id": "user1", "reservation_id": "res_2", "reason": "change of plans"}),
+    ("cancel_reservation", {"user_id": "user2", "reservation_id": "res_4", "reason": "x"}),
+    ("cancel_reservation", {"user_id": "user1", "reservation_id": "res_3", "reason": "x"}),
+    ("cancel_reservation", {"user_id": "user9", "reservation_id": "res_1", "reason": "x"}),
+    ("cancel_reservation", {"user_id": ["user1"], "reservation_id": "res_1", "reason": "x"}),
+    ("get_user_details", {"user_id": "user1", "password": "password123"}), ("get_reservation_details", {"user_id": "user1"}),
+]
+PHONE_PATHS = [
+    ("check_balance", {"user_name": "Nobody"}), ("get_products", {"merchant_name": "Nowhere"}), ("get_products", {"merchant_name": "Hema Fresh"}),
+    ("login_food_platform", {"username": "Eve", "password": "password123"}), ("turn_on_wifi", {}), ("login_device", {}),
+    ("login_food_platform", {"username": "Eve", "password": "bad"}), ("login_food_platform", {"username": "Nobody", "password": "x"}),
+    ("login_food_platform", {"username": "Eve", "password": "password123"}), ("login_food_platform", {"username": "Eve", "password": "password123"}),
+    ("login_food_platform", {"username": "Jack", "password": "password654"}), ("login_food_platform", {"username": ["Eve"], "password": "x"}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Hema Fresh", "items": [{"product": "Fresh Gift Pack", "quantity": 2}, {"product": "Organic Vegetable Pack"}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": True}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": 0}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": 1.5}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": "2"}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Bubble Tea"}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": {"product": "Cheese Milk Tea"}}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": None}),
+    ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Jiutian BBQ", "items": [{"product": "Korean Grilled Beef", "quantity": 1}]}),
+    ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Nowhere", "items": []}),
+    ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Heytea", "items": []}),
+    ("check_balance", {"user_name": "Eve"}), ("check_balance", {"user_name": "Jack"}),
+    ("view_orders", {"user_name": "Eve"}), ("view_orders", {"user_name": "Grace"}), ("search_orders", {"keyword": "TEA"}), ("search_orders", {"keyword": "zzz"}), ("view_logged_in_users", {}),
+    ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Frank"}), ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Jack"}),
+    ("view_messages_between_users", {"sender_name": "Nobody", "receiver_name": "Jack"}), ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Nobody"}),
+    ("search_messages", {"user_name": "Grace", "keyword": "MILK"}), ("search_messages", {"user_name": "Grace", "keyword": "zzz"}), ("search_messages", {"user_name": "Grace", "keyword": 3}),
+    ("search_messages", {"user_name": "Nobody", "keyword": "x"}),
+    ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "full?"}),
+    ("get_earliest_message_id", {}), ("delete_message", {"message_id": 3.0}), ("delete_message", {"message_id": "4"}), ("delete_message", {"message_id": 99}),
+    ("send_message", {"sender_name": "Eve", "receiver_name": "Nobody", "message": "x"}), ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "caf\u00e9 \"quoted\"\n"}),
+    ("get_latest_message_id", {}), ("get_earliest_message_id", {}), ("get_all_message_times_with_ids", {}), ("search_messages", {"user_name": "Eve", "keyword": "CAF"}),
+    ("view_reminder_by_title", {"title": "To-do list"}), ("view_reminder_by_title", {"title": "nothing"}),
+    ("add_reminder", {"title": "a", "description": "b", "time": "2024-07-15 09:30"}), ("add_reminder", {"title": "c", "description": "d", "time": 5}),
+    ("add_reminder", {"title": "e", "description": "f", "time": None}), ("add_reminder", {"title": "g", "description": "h", "time": "x"}),
+    ("delete_reminder", {"reminder_id": 1}), ("delete_reminder", {"reminder_id": 99}), ("add_reminder", {"title": "i", "description": "j", "time": "y"}),
+    ("view_all_reminders", {}), ("view_reminder_by_title", {"title": "c"}),
+]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("root")
@@ -226,11 +294,12 @@ def main():
             variants["fuzz_docs"] = fuzz_calls(rng, entry, min(a.fuzz, 15), undocumented=False)  # fits the 20-step cap through the bridge
             variants["fuzz_then_gt"] = fz[: a.fuzz // 2] + gt
             variants["gt_then_fuzz"] = gt + fz[a.fuzz // 2:]
+            variants["paths"] = TRAVEL_PATHS if "Travel" in entry["involved_classes"] else PHONE_PATHS
             record = {"id": entry["id"], "category": category, "involved_classes": entry["involved_classes"], "initial_config": entry["initial_config"], "variants": []}
             for kind, calls in variants.items():
                 # each sequence in the task's own executor, and the error texts of the other one too
                 for mode in (category, "multi_turn" if category == "multi_step" else "multi_step"):
-                    if mode != category and kind not in ("fuzz",):
+                    if mode != category and kind not in ("fuzz", "paths"):
                         continue
                     run = Run(utils, entry, mode)
                     for name, kwargs in calls:

@@ -88,6 +88,9 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
     expect(calls.filter((c) => c.out.startsWith("Error during execution: ")).length).toBeGreaterThan(500);
     expect(calls.filter((c) => c.out === "Error during execution: {str(e)}").length).toBeGreaterThan(100);
     expect(calls.filter((c) => c.out.includes('"status": false')).length).toBeGreaterThan(300);
+    // and the branches the hand-written sequences are there for (refunds, caps, int/float text, escapes)
+    for (const text of ["Price difference refunded", "More than 24 hours before departure", "Reminder capacity is full", "Insufficient balance to place the order", "Invalid quantity 1.5", "Error during execution: 'time'", "Total cost: 1200.0 yuan", "caf\\u00e9"])
+      expect(calls.some((c) => c.out.includes(text)), text).toBe(true);
     // doing nothing never passes; the ground truth passes where its milestones are complete and parseable
     const verdicts = (kind: string) => golden.tasks.map((t) => t.variants.find((v) => v.kind === kind)!.verdict);
     expect(verdicts("nothing").every((v) => !v.valid && v.error_type === "wrong number of class")).toBe(true);
