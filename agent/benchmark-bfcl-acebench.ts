@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { ACEBENCH_CATEGORIES, ACEBENCH_COMMIT, acebenchDataHash, importAcebench, type AceBenchCategory } from "../envs/acebench/import-acebench.js";
+import { ACEBENCH_CATEGORIES, ACEBENCH_COMMIT, acebenchDataHash, importAcebench, processAccuracyOf, type AceBenchCategory } from "../envs/acebench/import-acebench.js";
 import { BFCL_CATEGORIES, BFCL_EVAL_VERSION, bfclDataHashes, findBfclPackage, importBfcl, type BfclCategory } from "../envs/bfcl/import-bfcl.js";
 import type { Benchmark } from "./benchmarks.js";
 
@@ -67,6 +67,7 @@ export const acebench: Benchmark = {
       maxSteps: undefined,
       needsUser: cats.includes("multi_turn"),
       categoryOf: acebenchCategoryOf,
+      metricsOf: (info) => ({ process_accuracy: processAccuracyOf(info) }),
       benchmark: {
         name: "acebench",
         split: cats.join(", "),

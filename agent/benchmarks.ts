@@ -16,6 +16,8 @@ export interface BenchmarkPlan {
   benchmark: NonNullable<RunSettings["benchmark"]>;
   /** The benchmark's category of a scenario, when it reports accuracy per category (BFCL, ACEBench). */
   categoryOf?: (scenarioId: string) => string;
+  /** Further official figures of an episode, read from its reward info, averaged per category (ACEBench's process accuracy). */
+  metricsOf?: (rewardInfo: unknown) => Record<string, number | null>;
 }
 
 export interface BenchmarkArgs {

@@ -2,16 +2,31 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { BENCHMARKS } from "../../agent/benchmarks.js";
+import { OutcomeLog } from "../../agent/outcome-log.js";
 import { rolloutOptions, rolloutWith, type RolloutArgs } from "./rollout.js";
 
 /** The official accuracy per category: the share of episodes whose reward is 1 (BFCL and ACEBench have no partial credit). */
-export function accuracyByCategory(episodes: { scenario_id: string; reward: number }[], categoryOf: (id: string) => string): Record<string, { episodes: number; passed: number; accuracy: number }> {
-  const out: Record<string, { episodes: number; passed: number; accuracy: number }> = {};
+export function accuracyByCategory(
+  episodes: { scenario_id: string; reward: number; reward_info?: unknown }[],
+  categoryOf: (id: string) => string,
+  metricsOf?: (rewardInfo: unknown) => Record<string, number | null>,
+): Record<string, { episodes: number; passed: number; accuracy: number; [metric: string]: number }> {
+  const out: Record<string, { episodes: number; passed: number; accuracy: number; [metric: string]: number }> = {};
+  const sums: Record<string, Record<string, number>> = {};
   for (const e of episodes) {
-    const c = (out[categoryOf(e.scenario_id)] ??= { episodes: 0, passed: 0, accuracy: 0 });
+    const cat = categoryOf(e.scenario_id);
+    const c = (out[cat] ??= { episodes: 0, passed: 0, accuracy: 0 });
     c.episodes++;
     if (e.reward === 1) c.passed++;
     c.accuracy = c.passed / c.episodes;
+    // a metric averages over the episodes that report it
+    for (const [k, v] of Object.entries(metricsOf?.(e.reward_info) ?? {})) {
+      if (v === null) continue;
+      const s = (sums[cat] ??= {});
+      s[k] = (s[k] ?? 0) + v;
+      s[`${k}#n`] = (s[`${k}#n`] ?? 0) + 1;
+      c[k] = s[k] / s[`${k}#n`]!;
+    }
   }
   return out;
 }
@@ -43,9 +58,12 @@ export const evalCommand: CommandModule<object, EvalArgs> = {
     const benchmark = args.limit === undefined ? plan.benchmark : { ...plan.benchmark, split: `${plan.benchmark.split} (first ${args.limit} tasks per domain only)` };
     const run = await rolloutWith({ ...args, envs: plan.envs, scenarios, maxSteps: args.maxSteps ?? plan.maxSteps }, { benchmark });
     if (plan.categoryOf) {
-      const categories = accuracyByCategory(run.results.episodes, plan.categoryOf);
+      // the outcomes with their reward info (the summary rows leave it out)
+      const keys = new Set(run.results.episodes.map((e) => e.key));
+      const outcomes = [...OutcomeLog.read(join(args.out, "episodes.jsonl")).values()].filter((o) => keys.has(o.key));
+      const categories = accuracyByCategory(outcomes.length === keys.size ? outcomes : run.results.episodes, plan.categoryOf, plan.metricsOf);
       writeFileSync(join(args.out, "categories.json"), `${JSON.stringify({ benchmark, categories }, null, 1)}\n`);
-      console.log(`accuracy per category: ${Object.entries(categories).map(([c, v]) => `${c} ${v.accuracy.toFixed(3)} (${v.passed}/${v.episodes})`).join(" · ")}`);
+      console.log(`accuracy per category: ${Object.entries(categories).map(([c, v]) => `${c} ${v.accuracy.toFixed(3)} (${v.passed}/${v.episodes})${v.process_accuracy !== undefined ? `, process ${v.process_accuracy.toFixed(3)}` : ""}`).join(" · ")}`);
     }
   },
 };

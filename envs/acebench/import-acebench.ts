@@ -139,9 +139,20 @@ const userPrompts: Record<string, Record<string, string>> = {};
 /** The scenario check: the official end-to-end verdict the env keeps (a throw names what differs). */
 const VERDICT_CHECK = `({ final }) => {
   const v = final.acebench.end_to_end;
-  if (!v.valid) throw new Error(v.error_type + (v.error && v.error.length ? ": " + JSON.stringify(v.error).slice(0, 500) : ""));
+  if (!v.valid) throw new Error(v.error_type + " (process_accuracy " + final.acebench.process_accuracy + ")" + (v.error && v.error.length ? ": " + JSON.stringify(v.error).slice(0, 500) : ""));
   return true;
 }`;
+
+/**
+ * ACEBench's process accuracy of a scored episode, read from its reward info: 1 when the
+ * end-to-end check passed (as agent_eval_process counts it), else the figure the failed check names.
+ */
+export function processAccuracyOf(rewardInfo: unknown): number | null {
+  const text = JSON.stringify(rewardInfo ?? null);
+  const m = /process_accuracy (\d+(?:\.\d+)?)/.exec(text);
+  if (m) return Number(m[1]);
+  return /"passed":\s*true/.test(text) ? 1 : null;
+}
 
 export interface AceImportResult {
   envId: string;

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { classDefaults, importAcebench } from "../../envs/acebench/import-acebench.js";
+import { classDefaults, importAcebench, processAccuracyOf } from "../../envs/acebench/import-acebench.js";
 // a plain ES module, like envs/bfcl/verify.mjs
 import { answersFromBundles, verify } from "../../envs/acebench/verify.mjs";
 
@@ -112,6 +112,8 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
       // multi-step: a text reply ends the task; multi-turn: the conversation is ended and scored (no simulated user here)
       if (!last?.terminated) last = (await runtime.step(ep, "finish conversation")) as unknown as Step;
       if (!last.terminated) last = (await runtime.finish(ep)) as unknown as Step;
+      // the reward info names ACEBench's process accuracy (what `envscaler eval acebench` averages)
+      if (processAccuracyOf(last.info.reward_info) !== v.verdict.process_accuracy) mismatches.push(`${task.id} [${v.kind}]: process accuracy ${processAccuracyOf(last.info.reward_info)}, official ${v.verdict.process_accuracy}`);
       if (last.reward !== (v.verdict.valid ? 1 : 0) || !last.terminated) mismatches.push(`${task.id} [${v.kind}]: reward ${last.reward}, official ${JSON.stringify(v.verdict)} ${String(JSON.stringify(last.info)).slice(0, 400)} ${observationText(last).slice(0, 200)}`);
       await runtime.closeEpisode(ep);
     };

@@ -94,7 +94,10 @@ test.skipIf(!existsSync(join(ACE, "data")))(`envscaler eval acebench: multi-step
     const { stdout, stderr } = await cli(["eval", "acebench", "--from", ACE, "--domain", "multi_step", "--limit", "2", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--out", out]);
     // multi-step tasks need no simulated user, so no warning
     expect(stderr).not.toContain("no simulated user");
-    expect(stdout).toContain("accuracy per category: multi_step 0.500 (1/2)");
+    // end-to-end accuracy, and ACEBench's process accuracy (1 for a passed task; the truncated one made no call: 0)
+    expect(stdout).toContain("accuracy per category: multi_step 0.500 (1/2), process 0.500");
+    const cats = JSON.parse(readFileSync(join(out, "categories.json"), "utf8")) as { categories: Record<string, unknown> };
+    expect(cats.categories).toEqual({ multi_step: { episodes: 2, passed: 1, accuracy: 0.5, process_accuracy: 0.5 } });
     const r = readResults(out);
     expect(r.settings.benchmark).toMatchObject({ name: "acebench", split: "multi_step (first 2 tasks per domain only)" });
     expect(r.settings.benchmark!.data_version).toMatch(/^ACEBench e6db74b \(English agent data\), data sha256 [0-9a-f]{16}$/);
@@ -123,7 +126,7 @@ test.skipIf(!existsSync(join(ACE, "reference")))("envscaler eval acebench: a mul
   const out = tmp();
   try {
     const { stdout } = await cli(["eval", "acebench", "--from", ACE, "--domain", "multi_turn", "--limit", "1", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--user-model", "user-sim", "--user-base-url", fixture.baseURL, "--out", out]);
-    expect(stdout).toContain("accuracy per category: multi_turn 1.000 (1/1)");
+    expect(stdout).toContain("accuracy per category: multi_turn 1.000 (1/1), process 1.000");
     const r = readResults(out);
     expect(r.episodes.map((e) => [e.scenario_id, e.reward, e.end_reason])).toEqual([["agent_multi_turn_0", 1, "user_stop"]]);
     const userSystem = fixture.requests.find((q) => q.model === "user-sim")!.messages[0]!.content;
