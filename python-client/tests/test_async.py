@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import gymnasium
 import pytest
 
 from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, BridgeTimeout
@@ -97,7 +98,7 @@ def test_async_env_owns_its_client(bridge):
         await env.close()
         await env.close()
         assert env.client.closed
-        with pytest.raises(RuntimeError):
+        with pytest.raises(gymnasium.error.ClosedEnvironmentError):
             await env.reset()
 
     asyncio.run(main())

@@ -110,7 +110,7 @@ def test_close_is_idempotent_and_closes_the_session(bridge):
     env.close()
     with bridge.client(0) as c, pytest.raises(SessionClosed):
         c.step(session, "hi")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(gym.error.ClosedEnvironmentError):
         env.reset()
     assert env.client.closed  # the env made its client, so it closed it
 
