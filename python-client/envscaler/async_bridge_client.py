@@ -21,15 +21,15 @@ from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, 
 
 __all__ = ["AsyncBridgeClient"]
 
-_shared_ctx: zmq.asyncio.Context | None = None
+_shared: dict[str, zmq.asyncio.Context] = {}
 
 
 def _context() -> zmq.asyncio.Context:
     # an asyncio view of the process's one libzmq context (sync and async sockets share its I/O thread)
-    global _shared_ctx
-    if _shared_ctx is None or _shared_ctx.closed:
-        _shared_ctx = zmq.asyncio.Context.shadow(zmq.Context.instance().underlying)
-    return _shared_ctx
+    ctx = _shared.get("ctx")
+    if ctx is None or ctx.closed:
+        ctx = _shared["ctx"] = zmq.asyncio.Context.shadow(zmq.Context.instance().underlying)
+    return ctx
 
 
 class AsyncBridgeClient:
@@ -113,13 +113,15 @@ class AsyncBridgeClient:
     # ------------------------------------------------------------------ operations (§4)
 
     async def hello(self, client: str | None = "envscaler-python-async", **kw: Any) -> dict[str, Any]:
-        return await self.request("hello", **({"client": client} if client is not None else {}), **kw)
+        fields: dict[str, Any] = {"client": client} if client is not None else {}
+        return await self.request("hello", **fields, **kw)
 
     async def list_envs(self, **kw: Any) -> list[dict[str, Any]]:
         return list((await self.request("list_envs", **kw))["envs"])
 
     async def list_scenarios(self, env_id: str | None = None, **kw: Any) -> list[dict[str, Any]]:
-        return list((await self.request("list_scenarios", **({"env_id": env_id} if env_id is not None else {}), **kw))["scenarios"])
+        fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
+        return list((await self.request("list_scenarios", **fields, **kw))["scenarios"])
 
     async def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, **kw: Any) -> dict[str, Any]:
         return await self.request("reset", **_reset_fields(scenario_id, seed, session_id), **kw)
@@ -134,7 +136,8 @@ class AsyncBridgeClient:
         return await self.request("finish", session_id=session_id, **kw)
 
     async def state(self, session_id: str, **kw: Any) -> dict[str, Any]:
-        return json.loads((await self.request("state", session_id=session_id, **kw))["state_json"])
+        state: dict[str, Any] = json.loads((await self.request("state", session_id=session_id, **kw))["state_json"])
+        return state
 
     async def close_session(self, session_id: str, **kw: Any) -> bool:
         return bool((await self.request("close", session_id=session_id, **kw)).get("closed"))

@@ -8,8 +8,8 @@ so a timeout never leaves the socket out of step with the bridge, unlike a REQ s
 from __future__ import annotations
 
 import itertools
-import os
 import json
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,7 +34,7 @@ __all__ = ["BridgeClient", "CurveKeys", "apply_curve"]
 CurveKeys = Mapping[str, str]
 
 
-def apply_curve(socket: zmq.Socket, curve: CurveKeys | None) -> None:
+def apply_curve(socket: zmq.Socket[Any], curve: CurveKeys | None) -> None:
     """Makes ``socket`` a CurveZMQ client of the server whose key is in ``curve``."""
     if not curve:
         return
@@ -60,7 +60,7 @@ class BridgeClient:
     serialises socket use (ZeroMQ sockets are not thread-safe).
     """
 
-    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.Context | None = None, retries: int = 0) -> None:
+    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.Context[zmq.Socket[bytes]] | None = None, retries: int = 0) -> None:
         self.endpoint = endpoint
         self.timeout = float(timeout)
         self.retries = int(retries)
@@ -206,19 +206,20 @@ class BridgeClient:
             t = self.timeout if timeout is None else timeout
             if not self._socket.poll(max(0, int(t * 1000)), zmq.POLLIN):
                 raise BridgeTimeout(f"no message from {self.endpoint} within {t:g} s")
-            return self._socket.recv_multipart()
+            frames: list[bytes] = self._socket.recv_multipart()
+            return frames
 
     # ------------------------------------------------------------------ operations (§4)
 
     def hello(self, client: str | None = "envscaler-python", **kw: Any) -> dict[str, Any]:
-        fields = {"client": client} if client is not None else {}
+        fields: dict[str, Any] = {"client": client} if client is not None else {}
         return self.request("hello", **fields, **kw)
 
     def list_envs(self, **kw: Any) -> list[dict[str, Any]]:
         return list(self.request("list_envs", **kw)["envs"])
 
     def list_scenarios(self, env_id: str | None = None, **kw: Any) -> list[dict[str, Any]]:
-        fields = {"env_id": env_id} if env_id is not None else {}
+        fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
         return list(self.request("list_scenarios", **fields, **kw)["scenarios"])
 
     def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, **kw: Any) -> dict[str, Any]:
@@ -237,7 +238,8 @@ class BridgeClient:
 
     def state(self, session_id: str, **kw: Any) -> dict[str, Any]:
         """The session's env state, parsed from the reply's ``state_json``."""
-        return json.loads(self.request("state", session_id=session_id, **kw)["state_json"])
+        state: dict[str, Any] = json.loads(self.request("state", session_id=session_id, **kw)["state_json"])
+        return state
 
     def close_session(self, session_id: str, **kw: Any) -> bool:
         return bool(self.request("close", session_id=session_id, **kw).get("closed"))

@@ -43,7 +43,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
       truncated step the trainer saw carried reward 0.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (gymnasium.Env declares it so; every env overrides it)
 
     def __init__(
         self,
@@ -168,4 +168,3 @@ class EnvScalerEnv(gym.Env[str, Any]):
         if self._owns_client:
             self.client.close()
         super().close()
-

@@ -20,22 +20,22 @@ from .protocol import BridgeError, EpisodeDone, SessionClosed, SessionLost, Unkn
 from .reachability import check_reachable
 
 __all__ = [
-    "Episode",
-    "EnvClosed",
-    "ResetNeeded",
-    "StepTuple",
-    "open_client",
-    "close_session_quietly",
-    "REOPEN_SESSION",
     "LOST_SESSION",
     "MAX_SEED",
+    "REOPEN_SESSION",
+    "EnvClosed",
+    "Episode",
+    "ResetNeeded",
+    "StepTuple",
     "choose_scenario",
+    "close_session_quietly",
     "episode_seed",
+    "error_observation",
+    "lost_step",
+    "open_client",
+    "plain_action",
     "reset_tuple",
     "step_tuple",
-    "lost_step",
-    "error_observation",
-    "plain_action",
 ]
 
 R = TypeVar("R")
@@ -147,7 +147,7 @@ class Episode:
     :class:`EnvClosed` for anything after ``close``.
     """
 
-    __slots__ = ("session_id", "episode_id", "scenario_id", "live", "closed")
+    __slots__ = ("closed", "episode_id", "live", "scenario_id", "session_id")
 
     def __init__(self) -> None:
         self.session_id: str | None = None

@@ -15,16 +15,23 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from .bridge_client import BridgeClient
 from .fleet_view import FleetView, as_fleet_view, discover_if_ray, lost_error
 from .protocol import BridgeError, SessionLost, ShuttingDown
 from .vector_env import EnvScalerVectorEnv
 
 __all__ = ["FleetVectorEnv"]
+
+
+def _collect_kept(client: BridgeClient, rid: int, timeout: float) -> dict[str, Any]:
+    # keep=True: a slice that times out leaves the request pending for the next slice
+    return client.collect(rid, timeout, keep=True)
 
 
 class FleetVectorEnv(EnvScalerVectorEnv):
@@ -54,7 +61,7 @@ class FleetVectorEnv(EnvScalerVectorEnv):
         self.lost_episodes = 0  # episodes ended with session_lost because their replica left
 
     @property
-    def endpoints(self) -> list[str]:  # type: ignore[override]
+    def endpoints(self) -> list[str]:
         return [self.fleet.replicas[u]["endpoint"] for u in self._uids if self.fleet.alive(u)]
 
     @endpoints.setter
@@ -120,7 +127,7 @@ class FleetVectorEnv(EnvScalerVectorEnv):
                 out.append(lost_error(self.fleet.replicas.get(uid), uid))
                 continue
             try:
-                reply = self.fleet.wait(uid, lambda t, c=client, r=rid: c.collect(r, t, keep=True), timeout=self.timeout)
+                reply = self.fleet.wait(uid, functools.partial(_collect_kept, client, rid), timeout=self.timeout)
                 for entry in reply.get("results", ()):
                     error = entry.get("error") if isinstance(entry, dict) else None
                     if error and error.get("code") == "shutting_down":  # its replica is going away: so is the episode

@@ -10,8 +10,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from .bridge_client import BridgeClient, CurveKeys
-from .fleet_view import as_fleet_view
 from .episode_logic import LOST_SESSION, Episode, choose_scenario, close_session_quietly, episode_seed, lost_step, plain_action, step_tuple
+from .fleet_view import as_fleet_view
 from .protocol import BridgeError, error_for
 from .reachability import check_reachable
 from .spaces import AgentAction, AnyText, TextBatch
@@ -57,9 +57,9 @@ class EnvScalerVectorEnv(VectorEnv):
 
     def __new__(cls, endpoints: Any = None, *args: Any, **kwargs: Any) -> EnvScalerVectorEnv:
         if cls is EnvScalerVectorEnv and (endpoints is None or as_fleet_view(endpoints) is not None):
-            from .fleet_vector_env import FleetVectorEnv  # noqa: PLC0415 (it subclasses this one)
+            from .fleet_vector_env import FleetVectorEnv
 
-            cls = FleetVectorEnv
+            return super().__new__(FleetVectorEnv)
         return super().__new__(cls)
 
     def __init__(
@@ -230,10 +230,7 @@ class EnvScalerVectorEnv(VectorEnv):
             by_replica.setdefault(self.replica_of[i], []).append(i)
 
         # every batch goes out before any reply is awaited: the replicas step in parallel
-        batches = [
-            (envs, self._submit(r, "step_batch", steps=[{"session_id": sessions[i], "action": plain_action(actions[i])} for i in envs]))
-            for r, envs in sorted(by_replica.items())
-        ]
+        batches = [(envs, self._submit(r, "step_batch", steps=[{"session_id": sessions[i], "action": plain_action(actions[i])} for i in envs])) for r, envs in sorted(by_replica.items())]
         try:
             scenarios, seeds = self._draw(to_reset, {}, None)
             reset_results = self._reset_many(to_reset, scenarios, seeds) if to_reset else {}
@@ -243,11 +240,13 @@ class EnvScalerVectorEnv(VectorEnv):
             raise
         replies = self._collect([p for _, p in batches])
 
-        for (envs, _), reply in zip(batches, replies):
-            if isinstance(reply, LOST_SESSION):  # the whole replica is gone: so is each episode on it
-                reply = {"results": [{"ok": False, "error": {"code": reply.code, "message": str(reply)}}] * len(envs)}
-            elif isinstance(reply, BridgeError):
-                raise reply
+        for (envs, _), answer in zip(batches, replies):
+            if isinstance(answer, LOST_SESSION):  # the whole replica is gone: so is each episode on it
+                reply: dict[str, Any] = {"results": [{"ok": False, "error": {"code": answer.code, "message": str(answer)}}] * len(envs)}
+            elif isinstance(answer, BridgeError):
+                raise answer
+            else:
+                reply = answer
             entries = reply.get("results", [])
             if len(entries) != len(envs):
                 raise BridgeError(f"step_batch answered {len(entries)} of {len(envs)} steps", code="internal_error")
@@ -291,6 +290,7 @@ class EnvScalerVectorEnv(VectorEnv):
                     close_session_quietly(client, r["session_id"])
             raise failed
         for i, r in zip(targets, replies):
+            assert not isinstance(r, BridgeError)  # raised above
             self.episodes[i].started(str(r["session_id"]), r["info"])
             self.replica_of[i] = replica
             self._obs[i] = self._obs[source]
@@ -321,4 +321,3 @@ class EnvScalerVectorEnv(VectorEnv):
                 pass  # already closed, or the bridge is gone
         for c in self.clients:
             c.close()
-

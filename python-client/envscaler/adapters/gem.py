@@ -17,13 +17,13 @@ from ..bridge_client import BridgeClient, CurveKeys
 from ..episode_logic import Episode, StepTuple, choose_scenario, close_session_quietly, episode_seed, open_client, step_tuple
 from .roll import format_env_introduction
 
-__all__ = ["EnvScalerGemEnv", "GEM_AVAILABLE"]
+__all__ = ["GEM_AVAILABLE", "EnvScalerGemEnv"]
 
 
 def _gem_base() -> type:
     try:
         # `gem` on PyPI is also an unrelated math library: only gem-llm has gem.core.Env
-        from gem.core import Env  # type: ignore[import-not-found]
+        from gem.core import Env
     except Exception:
         return object
     return Env if isinstance(Env, type) else object
@@ -33,7 +33,7 @@ _Base: type = _gem_base()
 GEM_AVAILABLE = _Base is not object
 
 
-class EnvScalerGemEnv(_Base):  # type: ignore[misc, valid-type]
+class EnvScalerGemEnv(_Base):  # type: ignore[misc]  # the base is chosen at import time
     """GEM-style text env: the observation is the message text (task, tool result or user reply).
 
     The reset info carries ``env_introduction`` (formatted like the original EnvScaler envs),
@@ -62,7 +62,7 @@ class EnvScalerGemEnv(_Base):  # type: ignore[misc, valid-type]
     session_id = property(lambda self: self.episode.session_id)
     scenario_id = property(lambda self: self.episode.scenario_id)
 
-    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:  # type: ignore[override]
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         self.episode.check_open()
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
@@ -73,7 +73,7 @@ class EnvScalerGemEnv(_Base):  # type: ignore[misc, valid-type]
         info["env_introduction"] = format_env_introduction(info.get("introduction", ""), info.get("rules", []))
         return obs, info
 
-    def step(self, action: str) -> StepTuple:  # type: ignore[override]
+    def step(self, action: str) -> StepTuple:
         return self.episode.ended(step_tuple(self.client.step(self.episode.session(), action)))
 
     def sample_random_action(self) -> str:
