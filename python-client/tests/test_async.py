@@ -54,7 +54,7 @@ def test_async_client_operations_and_errors(bridge):
         async with AsyncBridgeClient(bridge.endpoints[1], timeout=30) as c:
             hello = await c.hello()
             assert hello["replica"] == 1
-            assert {e["env_id"] for e in await c.list_envs()} == {"notes-v1", "hostile-v1"}
+            assert {e["env_id"] for e in await c.list_envs()} == {"notes-v1", "hostile-v1", "faults-v1"}
             assert len(await c.list_scenarios(env_id="notes-v1")) == 2
             with pytest.raises(UnknownScenario):
                 await c.reset("nope")
