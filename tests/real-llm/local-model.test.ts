@@ -20,8 +20,9 @@ import { EnvRegistry } from "../../envs/registry.js";
 import { LlmClient } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
+import { needsShared, sharedPath } from "../shared-data.js";
 
-const API_BANK = join(import.meta.dirname, "..", "..", "..", "shared", "datasets", "api-bank", "lv3-train.json");
+const API_BANK = sharedPath("datasets", "api-bank", "lv3-train.json");
 const ON = process.env.LOCAL_LLM === "1";
 const BASE_URL = process.env.LOCAL_LLM_BASE_URL ?? "http://127.0.0.1:8080/v1";
 const MODEL = process.env.LOCAL_LLM_MODEL ?? "qwen2.5-coder-0.5b";
@@ -30,7 +31,7 @@ const report: Record<string, unknown> = { model: MODEL, base_url: BASE_URL, star
 const save = () => writeFileSync(process.env.LOCAL_LLM_REPORT ?? "/tmp/envscaler-local-llm.json", `${JSON.stringify(report, null, 1)}\n`);
 
 describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LOCAL_LLM_BASE_URL)", () => {
-  test.skipIf(!existsSync(API_BANK))(`synth on API-Bank task lines (needs ${API_BANK}: point ../shared at the shared folder)`, async () => {
+  test.skipIf(!existsSync(API_BANK))(`synth on API-Bank task lines (${needsShared(API_BANK)})`, async () => {
     const n = num("LOCAL_LLM_SYNTH_TASKS", 3);
     // a fixed set: the first n distinct lines that pass the cheap prefilter
     const tasks = [...new Set(readTaskTexts(API_BANK, "api-bank"))].filter((t) => !prefilterReason(t)).slice(0, n);

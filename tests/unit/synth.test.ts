@@ -12,21 +12,25 @@ import { LlmClient, LlmError, type LlmEvent } from "../../synth/llm/llm-client.j
 import { runSynth } from "../../synth/pipeline.js";
 import { apiBankRequest, prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
+import { haveShared, needsShared, sharedPath } from "../shared-data.js";
 import { served, synthResponder, TASKS } from "../synth-fixture.js";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "envscaler-synth-"));
 const llmFor = (fixture: OpenAIFixture, cacheDir: string, extra: Partial<ConstructorParameters<typeof LlmClient>[0]> = {}) =>
   new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir, concurrency: 4, maxRetries: 1, ...extra });
 
-test("mining filters: the original's cheap rules, and API-Bank requests read from the real dataset", () => {
+test("mining filters: the original's cheap rules", () => {
   expect(prefilterReason("Show me a photo of my dog")).toBe("multimodal");
   expect(prefilterReason("Convert 20 USD to euros for my trip")).toBe("mentions currencies");
   expect(prefilterReason("Mail the report to ann@example.com today")).toBe("contains an e-mail address");
   expect(prefilterReason("Open https://example.com and book it")).toBe("contains a URL");
   expect(prefilterReason("预约明天的牙医，然后取消旧的预约")).toBe("not English");
   expect(prefilterReason("Book a table for two at the bistro tonight")).toBeNull();
-  const data = join(import.meta.dirname, "..", "..", "..", "shared", "datasets", "api-bank", "lv3-train.json");
-  const tasks = readTaskTexts(data, "api-bank");
+});
+
+const API_BANK = sharedPath("datasets", "api-bank", "lv3-train.json");
+test.skipIf(!haveShared(API_BANK))(`mining reads API-Bank requests from the real dataset (${needsShared(API_BANK)})`, () => {
+  const tasks = readTaskTexts(API_BANK, "api-bank");
   expect(tasks.length).toBeGreaterThan(1000);
   expect(tasks[0]).toBe("Find a cardiologist in Los Angeles for a check-up appointment.");
   expect(tasks.every((t) => !/TIME: |API-Request|Generate API Request/.test(t))).toBe(true);

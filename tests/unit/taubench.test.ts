@@ -9,9 +9,10 @@ import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { importTaubench } from "../../envs/taubench/import-taubench.js";
 import { pythonCanonicalJson, taubenchStateHash } from "../../envs/taubench/taubench-hash.js";
 import { BridgeClient } from "../../protocol/bridge-client.js";
+import { haveShared, needsShared, sharedPath } from "../shared-data.js";
 
 // the data is read from the shared folder (never committed), as a user would point at their copy
-const TAU = join(import.meta.dirname, "..", "..", "..", "shared", "benchmarks", "taubench");
+const TAU = sharedPath("benchmarks", "taubench");
 
 interface Task {
   id: string;
@@ -63,9 +64,9 @@ function pythonDumps(dataFile: string, ids: string[]): string[] {
   return JSON.parse(execFileSync("python3", ["-c", script], { input: JSON.stringify({ file: dataFile, ids }), encoding: "utf8", maxBuffer: 64 << 20 })) as string[];
 }
 
-const HAVE_DATA = existsSync(join(TAU, "retail")) && existsSync(join(TAU, "airline"));
+const HAVE_DATA = haveShared(join(TAU, "retail"), join(TAU, "airline"));
 
-describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)("tau-bench %s through the bridge (needs the tau-bench data at ../shared/benchmarks/taubench)", (domain) => {
+describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)(`tau-bench %s through the bridge (${needsShared(TAU)})`, (domain) => {
   let runtime: EnvRuntime;
   let server: BridgeServer;
   let client: BridgeClient;
