@@ -79,7 +79,7 @@ export class BridgeClient {
       this.sendTail = this.sendTail.then(() => this.socket.send(encodeFrame({ v: PROTOCOL_VERSION, id, op, ...fields }))).catch((e: unknown) => {
         clearTimeout(timer);
         this.pending.delete(id);
-        reject(e as Error);
+        reject(e instanceof Error ? e : new Error(String(e)));
       });
     });
   }

@@ -86,7 +86,7 @@ async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progre
   for (const tool of m.tools) {
     const name = tool.function.name;
     if (called.has(name)) continue;
-    const args = probeValue(tool.function.parameters as Record<string, unknown>);
+    const args = probeValue(tool.function.parameters);
     if (args === null || typeof args !== "object" || Array.isArray(args) || validator.check(name, args as Record<string, unknown>)) {
       unprobed.push(name);
       continue;

@@ -37,7 +37,9 @@ export function firstDifference(expected: string, actual: string): { expected: s
   return { expected: show(expected), actual: show(actual) };
 }
 
-function compare(step: number, recorded: { observation: unknown; state_hash: string; reward?: number; terminated?: boolean; diff?: unknown[] }, got: { observation: unknown; state_hash: string; reward?: number; terminated?: boolean; diff?: unknown[] }): Divergence | undefined {
+type Compared = { observation: unknown; state_hash: string; reward?: number; terminated?: boolean; diff?: unknown[] };
+
+function compare(step: number, recorded: Compared, got: Compared): Divergence | undefined {
   const eo = canonicalJson(recorded.observation);
   const ao = canonicalJson(got.observation);
   if (eo !== ao) return { step, what: "observation", ...firstDifference(eo, ao) };

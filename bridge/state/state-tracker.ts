@@ -46,13 +46,13 @@ export class StateTracker {
     if (!(this.view.top.get(coll) instanceof Object)) return; // collection no longer present as a collection
     const prev = this.view.record(coll, id);
     if ((json ?? undefined) === prev) return;
-    const before = prev === undefined ? undefined : JSON.parse(prev);
-    const after = json === null ? undefined : JSON.parse(json);
+    const before: unknown = prev === undefined ? undefined : JSON.parse(prev);
+    const after: unknown = json === null ? undefined : JSON.parse(json);
     diffJson(before, after, pointer(coll, id), ops);
     if (prev !== undefined) this.hash.remove(recordEntry(coll, id, prev));
     if (json !== null) this.hash.add(recordEntry(coll, id, json));
     let recs = this.view.records.get(coll);
-    if (!recs) this.view.records.set(coll, (recs = new Map()));
+    if (!recs) this.view.records.set(coll, (recs = new Map<string, string | null>()));
     const baseJson = this.base.record(coll, id);
     if ((json ?? undefined) === baseJson) recs.delete(id);
     else recs.set(id, json);
@@ -62,7 +62,7 @@ export class StateTracker {
     const prev = this.view.top.get(key);
     if (prev !== undefined && typeof prev !== "string") {
       // a whole collection was replaced or removed: rare, so done the simple way
-      const before = JSON.parse(this.view.toJsonOf(key));
+      const before: unknown = JSON.parse(this.view.toJsonOf(key));
       this.hash.remove(collectionEntry(key));
       for (const id of this.view.ids(key)) this.hash.remove(recordEntry(key, id, this.view.record(key, id)!));
       this.view.records.delete(key);

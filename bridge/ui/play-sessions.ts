@@ -91,7 +91,13 @@ export class PlaySessions {
     }
     this.live.set(r.episode_id, { page, scenarioId, mode: found.scenario.mode, lastUsed: Date.now(), ended: false });
     // the full state goes once, whatever its size: the page applies each step's diff to it
-    const state = JSON.parse(await this.rt.state(r.episode_id).catch((e) => Promise.reject(asApiError(e))));
+    let stateJson: string;
+    try {
+      stateJson = await this.rt.state(r.episode_id);
+    } catch (e) {
+      throw asApiError(e);
+    }
+    const state: unknown = JSON.parse(stateJson);
     const live = this.liveScoring(found.scenario.mode);
     return { ...r, state, live_scoring: live, score: live ? await this.score(r.episode_id).catch(scoreError) : null };
   }

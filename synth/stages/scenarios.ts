@@ -124,4 +124,3 @@ function toScenario(d: z.infer<typeof ScenarioDraft>, id: string, envId: string,
     reference_actions: d.reference_actions,
   };
 }
-

@@ -91,7 +91,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
         let steps = 0;
         let first = "";
         for (; steps < num("LOCAL_LLM_AGENT_STEPS", 6); ) {
-          const res = await client.chat.completions.create({ model: MODEL, messages, tools: info.tools as OpenAI.Chat.Completions.ChatCompletionTool[], max_tokens: 384, temperature: 0 });
+          const res = await client.chat.completions.create({ model: MODEL, messages, tools: info.tools, max_tokens: 384, temperature: 0 });
           const msg = res.choices[0]!.message;
           first ||= (msg.content ?? "") + (msg.tool_calls?.length ? ` [tool_calls: ${msg.tool_calls.map((c) => (c.type === "function" ? c.function.name : c.type)).join(", ")}]` : "");
           const action = { role: "assistant", content: msg.content ?? "", tool_calls: msg.tool_calls ?? [] };
@@ -101,7 +101,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
           else if (r.info.tool_calls.length) kinds.parsed_from_text++;
           else if (r.observation.content.includes('"invalid_action"')) kinds.invalid_action++;
           else kinds.text_reply++;
-          messages.push(msg as Msg);
+          messages.push(msg);
           if (msg.tool_calls?.length) {
             for (const [i, c] of msg.tool_calls.entries()) messages.push({ role: "tool", tool_call_id: c.id, content: r.observation.tool_results?.[i]?.content ?? r.observation.content });
           } else messages.push({ role: "user", content: r.observation.content });

@@ -20,6 +20,7 @@ interface PyLayer {
   num(v: unknown): unknown;
 }
 const PY_SOURCE = readFileSync(join(import.meta.dirname, "..", "..", "bridge", "sandbox", "python-values.js"), "utf8");
+// eslint-disable-next-line @typescript-eslint/no-implied-eval -- the sandbox's own source, evaluated as the sandbox's prelude evaluates it
 const Py = new Function(`return (\n${PY_SOURCE}\n);`)() as PyLayer;
 
 // JSON texts whose json.loads -> json.dumps round trip exercises every rule of the python format:

@@ -34,9 +34,9 @@ test("a killed replica is restarted; its sessions are lost with a typed error, t
     expect(onFile).toEqual(info);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(info.endpoints).toHaveLength(2);
-    const [a, b] = await Promise.all(clients.map((c) => c.request("reset", { scenario_id: "notes-1", seed: 1 }) as Promise<{ session_id: string }>));
+    const [a, b] = await Promise.all(clients.map((c) => c.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 1 })));
     await Promise.all(clients.map((c, i) => c.request("step", { session_id: [a, b][i]!.session_id, action: ref[0] })));
-    const before = (await clients[0]!.request("hello")) as { instance: string };
+    const before = await clients[0]!.request<{ instance: string }>("hello");
 
     process.kill(sup.pids()[0]!, "SIGKILL");
     // the survivor keeps stepping while replica 0 is down
@@ -111,12 +111,12 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
   // node itself, not npx: the child is the supervisor, and its child is the replica
   const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0"], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
-  serve.stderr!.on("data", (d: Buffer) => (log += d.toString()));
+  serve.stderr.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => serve.once("exit", (code) => resolve(code)));
   try {
     const endpoints = await new Promise<string[]>((resolve, reject) => {
       let out = "";
-      serve.stdout!.on("data", (d: Buffer) => {
+      serve.stdout.on("data", (d: Buffer) => {
         out += d.toString();
         const line = out.split("\n").find((l) => l.startsWith('{"serving"'));
         if (line) resolve((JSON.parse(line) as { serving: string[] }).serving);
@@ -126,7 +126,7 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
     });
     const client = new BridgeClient(endpoints[0]!, { timeoutMs: 10_000 });
     try {
-      const hello = (await client.request("hello", {})) as { limits: { max_in_flight: number } };
+      const hello = await client.request<{ limits: { max_in_flight: number } }>("hello", {});
       expect(hello.limits.max_in_flight).toBe(7);
     } finally {
       client.close();

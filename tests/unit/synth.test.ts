@@ -6,6 +6,7 @@ import { expect, test } from "vitest";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { canonicalJson } from "../../bridge/state/canonical-json.js";
+import { Scenario } from "../../envs/bundle-schema.js";
 import { llmLimits, llmSummary, stageEndpoints } from "../../cli/commands/synth.js";
 import { CallCache } from "../../synth/llm/call-cache.js";
 import { LlmClient, LlmError, type LlmEvent } from "../../synth/llm/llm-client.js";
@@ -175,7 +176,8 @@ test("scenario vetting rejects checks that depend on the seed", async () => {
     default_state: { value: initial },
   });
   const source = "class DiceEnv { constructor(s) { this.value = s.value; } roll() { this.value = Math.random(); return { value: this.value }; } }";
-  const scenario = (check: string) => ({ id: "dice-1", env_id: "dice-v1", mode: "task" as const, task: "Roll the die.", checks: [{ kind: "js" as const, description: "a good roll", source: `({final}) => ${check}` }], reference_actions: [{ name: "roll", arguments: {} }] });
+  const scenario = (check: string) =>
+    Scenario.parse({ id: "dice-1", env_id: "dice-v1", mode: "task", task: "Roll the die.", checks: [{ kind: "js", description: "a good roll", source: `({final}) => ${check}` }], reference_actions: [{ name: "roll", arguments: {} }] });
   const probe = join(tmp(), "dice");
   writeBundle(probe, manifest(1), source, [scenario("true")]);
   // where seeds 0 (envscaler check), 1 and 2 (the determinism runs) land decides a check that
@@ -209,7 +211,7 @@ test("a synth run that produces nothing exits 1 and says why", async () => {
   try {
     const child = spawn(process.execPath, ["--import", "tsx", cli, "synth", "mine", "--out", out, "--input", input, "--base-url", fixture.baseURL, "--model", "m", "--no-progress"], { env: { ...process.env, OPENAI_API_KEY: "test" }, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
-    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
     expect(stderr).toMatch(/synth mine: nothing was produced \(1 LLM calls failed on the transport, 0 replies still unusable after re-asks\)/);
     expect(existsSync(join(out, "report.json"))).toBe(true);
@@ -282,8 +284,8 @@ test("synth with stderr not a terminal logs a progress line every few seconds, w
     const child = spawn(process.execPath, args, { env: { ...process.env, OPENAI_API_KEY: "test", ENVSCALER_PROGRESS_INTERVAL: "0.3" }, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     let stdout = "";
-    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
     expect(stderr).toMatch(/^synth \d+s: .*in flight, calls 0 retries \d timeouts \d/m);
     expect(stderr).toMatch(/timeouts [12] /);

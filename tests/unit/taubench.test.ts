@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -102,9 +102,9 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)(`tau-bench %s t
     const mismatches: string[] = [];
     const run = async (e: Expected) => {
       const task = tasks.get(e.id)!;
-      const { session_id } = (await client.request("reset", { scenario_id: e.id, seed: 0 })) as { session_id: string };
+      const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: e.id, seed: 0 });
       for (const [i, a] of task.actions.entries()) {
-        const r = (await client.request("step", { session_id, action: a })) as Step;
+        const r = await client.request<Step>("step", { session_id, action: a });
         const want = e.outputs[i];
         const got = r.observation.tool_results?.[0]?.content ?? r.observation.content;
         if (want === null || want === undefined) {
@@ -112,7 +112,7 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)(`tau-bench %s t
         } else if (got !== want) mismatches.push(`${e.id} #${i} ${a.name}: the text differs ${firstDifference(want, got)}`);
         if (r.terminated) break;
       }
-      const { state_json } = (await client.request("state", { session_id })) as { state_json: string };
+      const { state_json } = await client.request<{ state_json: string }>("state", { session_id });
       const hash = taubenchStateHash(JSON.parse(state_json));
       if (hash !== e.final_state_sha256) mismatches.push(`${e.id}: final state hash differs`);
       // say the required outputs, then end the episode as an evaluation harness would
@@ -143,10 +143,10 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)(`tau-bench %s t
     ["(-8)**(1/3)", "Error: float() argument must be a string or a real number, not 'complex'"],
   ];
   test.runIf(domain === "retail")("calculate matches CPython at its nesting and size limits", async () => {
-    const { session_id } = (await client.request("reset", { scenario_id: expected[0]!.id, seed: 0 })) as { session_id: string };
+    const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: expected[0]!.id, seed: 0 });
     const got: [string, string][] = [];
     for (const [expression] of calculations) {
-      const r = (await client.request("step", { session_id, action: { name: "calculate", arguments: { expression } } })) as Step;
+      const r = await client.request<Step>("step", { session_id, action: { name: "calculate", arguments: { expression } } });
       got.push([expression, r.observation.tool_results![0]!.content]);
     }
     await client.request("close", { session_id });
@@ -157,8 +157,8 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)(`tau-bench %s t
     const changing = expected.filter((e) => (tasks.get(e.id)!.outputs.length > 0 || tasks.get(e.id)!.actions.some((a) => !/^(get_|list_|search_|find_|calculate|think)/.test(a.name)))).slice(0, 10);
     expect(changing.length).toBeGreaterThan(0);
     for (const e of changing) {
-      const { session_id } = (await client.request("reset", { scenario_id: e.id, seed: 0 })) as { session_id: string };
-      const end = (await client.request("finish", { session_id })) as Step;
+      const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: e.id, seed: 0 });
+      const end = await client.request<Step>("finish", { session_id });
       expect(end.reward, e.id).toBe(0);
       await client.request("close", { session_id });
     }
@@ -177,9 +177,9 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)(`tau-bench %s t
     const mismatches: string[] = [];
     // a fresh episode every 25 calls: episodes are capped at max_steps
     for (let start = 0; start < ids.length; start += 25) {
-      const { session_id } = (await client.request("reset", { scenario_id: expected[0]!.id, seed: 0 })) as { session_id: string };
+      const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: expected[0]!.id, seed: 0 });
       for (let i = start; i < Math.min(ids.length, start + 25); i++) {
-        const r = (await client.request("step", { session_id, action: { name: tool, arguments: { [arg]: ids[i] } } })) as Step;
+        const r = await client.request<Step>("step", { session_id, action: { name: tool, arguments: { [arg]: ids[i] } } });
         const got = r.observation.tool_results?.[0]?.content ?? r.observation.content;
         if (got !== want[i]) mismatches.push(`${tool}(${ids[i]}): ${firstDifference(want[i]!, got)}`);
       }
