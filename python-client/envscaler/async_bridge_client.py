@@ -16,7 +16,7 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from .bridge_client import CurveKeys, _fork_fields, _reset_fields, apply_curve, batch_fields, parse_batch
+from .bridge_client import CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
 from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, error_for, packb, unpackb
 
 __all__ = ["AsyncBridgeClient"]
@@ -42,16 +42,8 @@ class AsyncBridgeClient:
     def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.asyncio.Context | None = None) -> None:
         self.endpoint = endpoint
         self.timeout = float(timeout)
-        self._socket = (context or _context()).socket(zmq.DEALER)
-        self._socket.linger = 0
+        self._socket = connect_dealer((context or _context()).socket(zmq.DEALER), endpoint, curve)
         self.closed = False
-        try:
-            apply_curve(self._socket, curve)
-            self._socket.connect(endpoint)
-        except BaseException:
-            self._socket.close(linger=0)
-            self.closed = True
-            raise
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None

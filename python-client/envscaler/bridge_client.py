@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import zmq
 
@@ -28,7 +28,7 @@ from .protocol import (
     unpackb,
 )
 
-__all__ = ["BridgeClient", "CurveKeys", "apply_curve"]
+__all__ = ["BridgeClient", "CurveKeys", "apply_curve", "connect_dealer"]
 
 #: The CurveZMQ keys a client needs, as the connection file holds them (Z85 strings).
 CurveKeys = Mapping[str, str]
@@ -45,6 +45,21 @@ def apply_curve(socket: zmq.Socket[Any], curve: CurveKeys | None) -> None:
     socket.curve_serverkey = server.encode("ascii") if isinstance(server, str) else server
     socket.curve_publickey = public.encode("ascii") if isinstance(public, str) else public
     socket.curve_secretkey = secret.encode("ascii") if isinstance(secret, str) else secret
+
+
+S = TypeVar("S", bound="zmq.Socket[Any]")
+
+
+def connect_dealer(socket: S, endpoint: str, curve: CurveKeys | None) -> S:
+    """Connects a new DEALER socket (a blocking or an asyncio one) to ``endpoint``; closes it if that fails."""
+    socket.linger = 0  # close() never blocks on replies or requests nobody will read
+    try:
+        apply_curve(socket, curve)
+        socket.connect(endpoint)
+    except BaseException:
+        socket.close(linger=0)
+        raise
+    return socket
 
 
 def _last_frame(frames: Sequence[bytes]) -> bytes:
@@ -65,19 +80,12 @@ class BridgeClient:
         self.timeout = float(timeout)
         self.retries = int(retries)
         self._ctx = context or zmq.Context.instance()
-        self._socket = self._ctx.socket(zmq.DEALER)
+        socket = self._ctx.socket(zmq.DEALER)
         # a fixed identity survives reconnects, so the bridge recognises a retried request (same
         # id, same identity) and answers it without running it again (docs/protocol.md §3)
-        self._socket.setsockopt(zmq.IDENTITY, b"py-" + os.urandom(12))
-        self._socket.linger = 0  # close() never blocks on replies or requests nobody will read
+        socket.setsockopt(zmq.IDENTITY, b"py-" + os.urandom(12))
+        self._socket = connect_dealer(socket, endpoint, curve)
         self.closed = False
-        try:
-            apply_curve(self._socket, curve)
-            self._socket.connect(endpoint)
-        except BaseException:
-            self._socket.close(linger=0)
-            self.closed = True
-            raise
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         # ids sent and not yet collected -> the reply once it arrived (None while waiting)
