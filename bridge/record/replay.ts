@@ -2,7 +2,7 @@ import { EnvRegistry } from "../../envs/registry.js";
 import { Episode, type StepResult } from "../episode/episode.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { ScriptedUserSimulator } from "../episode/user-simulator.js";
-import { canonicalJson } from "../state/canonical-json.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { RecordedEpisode } from "./trajectory-reader.js";
 
 export interface Divergence {

@@ -1,6 +1,6 @@
-import { canonicalJson } from "./canonical-json.js";
 import { diffJson, pointer, type PatchOp } from "./json-patch.js";
 import { StateView, type StateBase } from "./state-base.js";
+import { changeSet, changeSetText } from "./state-changes.js";
 import { collectionEntry, recordEntry, type StateHash, topEntries } from "./state-hash.js";
 
 /** What the guest reports after each call: records that may have changed, and top-level values that did. */
@@ -90,19 +90,5 @@ export class StateTracker {
 
 /** True when two views over the same base hold equal states (compares only what changed). */
 export function sameState(a: StateView, b: StateView): boolean {
-  return canonicalChanges(a) === canonicalChanges(b);
-}
-
-function canonicalChanges(v: StateView): string {
-  const out: string[] = [];
-  for (const [coll, recs] of v.records) {
-    for (const [id, json] of recs) {
-      const base = v.base.record(coll, id);
-      const cur = json === null ? "null" : canonicalJson(JSON.parse(json));
-      if (base !== undefined && json !== null && canonicalJson(JSON.parse(base)) === cur) continue;
-      out.push(`${coll}\u0000${id}\u0000${cur}`);
-    }
-  }
-  for (const [key, val] of v.top) out.push(`${key}\u0001${typeof val === "string" ? canonicalJson(JSON.parse(val)) : "*"}`);
-  return out.sort().join("\n");
+  return changeSetText(changeSet(a)) === changeSetText(changeSet(b));
 }

@@ -8,7 +8,7 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { importTaubench } from "../../envs/taubench/import-taubench.js";
 import { pythonCanonicalJson, taubenchStateHash } from "../../envs/taubench/taubench-hash.js";
-import { BridgeClient } from "../../protocol/bridge-client.js";
+import { BridgeClient } from "../../agent/bridge-client.js";
 import { haveShared, needsShared, sharedPath } from "../shared-data.js";
 
 // the data is read from the shared folder (never committed), as a user would point at their copy
@@ -34,6 +34,10 @@ interface Step {
 test("the hash serialisation matches the README's definition", () => {
   expect(pythonCanonicalJson({ b: 1, a: [3.5, 2, "é", 1e-7, 1e21, "😀"] })).toBe('{"a":[3.5,2,"\\u00e9",1e-07,1000000000000000000000,"\\ud83d\\ude00"],"b":1}');
   expect(taubenchStateHash({})).toBe("44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+  // where Python and JavaScript differ: repr switches to the exponent form below 1e-4 (JS: 1e-6),
+  // ensure_ascii escapes DEL, and str keys sort by code point (an astral key after U+FF01)
+  expect(pythonCanonicalJson([0.00001, 0.0001, -0.000012, "\u007f"])).toBe('[1e-05,0.0001,-1.2e-05,"\\u007f"]');
+  expect(pythonCanonicalJson({ "😀": 1, "\uff01": 2, a: 3 })).toBe('{"a":3,"\\uff01":2,"\\ud83d\\ude00":1}');
 });
 
 const readJson = <T>(p: string): T => JSON.parse(readFileSync(p, "utf8")) as T;
