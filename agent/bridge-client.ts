@@ -1,7 +1,7 @@
 import { Dealer } from "zeromq";
-import { decodeFrame, encodeFrame } from "./codec.js";
-import type { ErrorCode } from "./error-codes.js";
-import { PROTOCOL_VERSION } from "./messages.js";
+import { decodeFrame, encodeFrame } from "../protocol/codec.js";
+import type { ErrorCode } from "../protocol/error-codes.js";
+import { PROTOCOL_VERSION } from "../protocol/messages.js";
 
 /** An error reply from the bridge. */
 export class BridgeError extends Error {
@@ -60,12 +60,6 @@ export class BridgeClient {
     } catch {
       /* closed */
     }
-  }
-
-  /** Sends raw frames (tests of hostile input). */
-  sendRaw(frames: (Buffer | string)[]): Promise<void> {
-    this.sendTail = this.sendTail.then(() => this.socket.send(frames));
-    return this.sendTail;
   }
 
   request<T = Result>(op: string, fields: Record<string, unknown> = {}): Promise<T> {

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { pino } from "pino";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import { BridgeClient } from "../protocol/bridge-client.js";
+import { BridgeClient } from "../agent/bridge-client.js";
 
 const REPS = 5;
 const CALLS = 200;

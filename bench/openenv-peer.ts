@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import type { Logger } from "pino";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import { BridgeClient } from "../protocol/bridge-client.js";
+import { BridgeClient } from "../agent/bridge-client.js";
 import { fmt, median, type Row, spread, versus } from "./rows.js";
 
 const execFileAsync = promisify(execFile);

@@ -3,7 +3,7 @@ import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/registry.js";
-import { BridgeClient } from "../../protocol/bridge-client.js";
+import { BridgeClient } from "../../agent/bridge-client.js";
 import { closeMatches } from "./close-matches.js";
 
 interface DemoArgs {

@@ -5,7 +5,7 @@ import { Dealer } from "zeromq";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
-import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { RESULT_SCHEMAS } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
 

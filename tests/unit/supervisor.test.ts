@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { expect, test } from "vitest";
 import { curveKeyPair } from "zeromq";
 import { isLocalEndpoint, replicaEndpoint, Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
-import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { FIXTURES } from "../helpers.js";
 
 const silent = pino({ level: "silent" });

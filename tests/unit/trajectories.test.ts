@@ -13,7 +13,7 @@ import { selectForSft, toChat } from "../../bridge/record/sft-export.js";
 import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError } from "../../bridge/record/trajectory-reader.js";
 import { encodeRecord, RecordingUnavailableError, TRAJECTORY_FORMAT, TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
-import { BridgeClient } from "../../protocol/bridge-client.js";
+import { BridgeClient } from "../../agent/bridge-client.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
 
