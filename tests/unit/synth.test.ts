@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { canonicalJson } from "../../bridge/state/canonical-json.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 import { Scenario } from "../../envs/bundle-schema.js";
 import { llmLimits, llmSummary, stageEndpoints } from "../../cli/commands/synth.js";
 import { CallCache } from "../../synth/llm/call-cache.js";
