@@ -184,7 +184,7 @@ export function readTrajectories(path: string): TrajectoryFile {
     const checked = schema.safeParse(p.record);
     if (!checked.success) {
       const issue = checked.error.issues[0]!;
-      return void skipped.push({ line: i + 1, reason: `malformed ${t} record: ${issue.path.join(".") || "(record)"}: ${issue.message}` });
+      return void skipped.push({ line: i + 1, reason: `malformed ${String(t)} record: ${issue.path.join(".") || "(record)"}: ${issue.message}` });
     }
     const r = p.record as unknown as TrajectoryRecord;
     if (r.t === "episode_start") {

@@ -46,7 +46,7 @@ test("golden vectors hold no integral floats (JavaScript cannot tell 1.0 from 1;
 
 test.each(badFrames.map((b) => [b.name, b] as const))("bad frame %s is refused by the scanner or the schemas", (_, b) => {
   const bytes = Buffer.from(b.hex, "hex");
-  let code = "";
+  let code: string;
   try {
     const raw = decodeFrame(bytes) as Record<string, unknown>;
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) code = "bad_request";

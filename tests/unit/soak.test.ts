@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { Dealer } from "zeromq";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
-import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
