@@ -7,10 +7,8 @@ import tseslint from "typescript-eslint";
 
 // The lead rewrites the bridge's serving path on another branch this session: these folders are
 // linted and format-checked after that merge (issue 21); until then they are left out here.
-const PENDING_MERGE = ["bridge/server/**", "bridge/runtime/**", "bridge/episode/**", "bridge/sandbox/**"];
-
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "**/*.js", "**/*.mjs", "**/*.d.mts", ...PENDING_MERGE] },
+  { ignores: ["dist/**", "node_modules/**", "scratch/**", "**/*.js", "**/*.mjs", "**/*.d.mts"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -191,8 +191,7 @@ export function readTrajectories(path: string): TrajectoryFile {
       const ep: RecordedEpisode = { start: r, steps: [], complete: false, userReplies: [...r.user_replies] };
       byId.set(r.episode_id, ep);
       episodes.push(ep);
-    }
-    else {
+    } else {
       const ep = byId.get(r.episode_id);
       if (!ep) return void skipped.push({ line: i + 1, reason: `record for episode ${r.episode_id} before its start` });
       if (r.t === "step") {

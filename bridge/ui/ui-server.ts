@@ -202,7 +202,7 @@ export class UiServer {
 
     r("POST /api/agent/start", async (req) => this.agents.start(agentRequest(await body(req))));
     r("POST /api/agent/stop", async (req) => this.agents.stop(str(await body(req), "run_id")));
-    r("GET /api/agent/events", async (req, url, res) => {
+    r("GET /api/agent/events", (req, url, res) => {
       const last = req.headers["last-event-id"];
       this.agents.stream(url.searchParams.get("run_id") ?? "", (Array.isArray(last) ? last[0] : last) ?? url.searchParams.get("after") ?? undefined, res);
     });

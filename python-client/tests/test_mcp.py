@@ -562,7 +562,7 @@ def test_snapshot_and_fork_limits_are_typed_errors(tmp_path: Path, built_bridge:
     with start_mcp(tmp_path, "--max-snapshots", "1", "--max-sessions", "3", "--idle-timeout", "2") as s:
 
         async def main() -> None:
-            async with session(s.url, on("library-1", rollout="lim")) as c, session(s.url, on("library-2", rollout="other")):
+            async with session(s.url, on("library-1", rollout="lim")), session(s.url, on("library-2", rollout="other")):
                 first = s.control("POST", "/sessions/lim/snapshot")
                 assert first[0] == 200
                 status, body = s.control("POST", "/sessions/lim/snapshot")
@@ -618,8 +618,9 @@ def openai_fixture(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Pat
     """tests/openai-fixture.ts as a process: scripted chat completions; yields its base URL and the request log."""
     script_file, requests = tmp_path / "script.json", tmp_path / "requests.jsonl"
     script_file.write_text(json.dumps(script))
-    process = subprocess.Popen(["node", "--import", "tsx", str(REPO / "tests" / "openai-fixture-main.ts"), str(script_file), str(requests)],
-                               cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        ["node", "--import", "tsx", str(REPO / "tests" / "openai-fixture-main.ts"), str(script_file), str(requests)], cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         line = process.stdout.readline() if process.stdout else b""
         if not line:

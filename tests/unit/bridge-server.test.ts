@@ -7,6 +7,7 @@ import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { PROTOCOL_VERSION, RESULT_SCHEMAS } from "../../protocol/messages.js";
+import type { StepResult } from "../../bridge/episode/episode.js";
 import { FIXTURES } from "../helpers.js";
 
 const HOSTILE = join(FIXTURES, "..", "hostile");
@@ -73,10 +74,11 @@ test("a reference solution over the wire scores 1.0; state, finish and close beh
 
 test("agent mistakes are observations; protocol mistakes are typed errors", async () => {
   const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1" });
-  const bad = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "add_note", arguments: { colour: "red" } } }));
+  // the client has put back the observation text the wire leaves out (protocol/step-wire.ts)
+  const bad = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "add_note", arguments: { colour: "red" } } })) as StepResult;
   expect(bad.terminated).toBe(false);
   expect(bad.observation.content).toMatch(/invalid_arguments/);
-  const unknown = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "rm_rf", arguments: {} } }));
+  const unknown = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "rm_rf", arguments: {} } })) as StepResult;
   expect(unknown.observation.content).toMatch(/unknown_tool/);
   expect(await code(client.request("reset", { scenario_id: "nope-1" }))).toBe("unknown_scenario");
   expect(await code(client.request("step", { session_id }))).toBe("bad_request");

@@ -23,7 +23,7 @@ test.each(messages.map((m) => [m.name, m] as const))("golden vector %s: bytes â‡
 
 test.each(messages.filter((m) => m.expanded).map((m) => [m.name, m] as const))("golden vector %s: each tool output crosses once, and the client puts the observation text back", (_, m) => {
   const wire = decodeFrame(Buffer.from(m.msgpack_hex, "hex")) as { result: Record<string, unknown> };
-  const steps = (m.op === "step_batch" ? (wire.result.results as { ok: boolean; result?: any }[]).filter((e) => e.ok).map((e) => e.result) : [wire.result]) as any[];
+  const steps = (m.op === "step_batch" ? (wire.result.results as { ok: boolean; result?: any }[]).filter((e) => e.ok).map((e) => e.result) : [wire.result]);
   for (const st of steps) {
     expect(st.observation.content).toBeUndefined();
     for (const c of st.info.tool_calls) expect(c.result).toBeUndefined();
