@@ -12,6 +12,7 @@ import { Router } from "zeromq";
 import { Episode } from "../bridge/episode/episode.js";
 import { EnvRegistry } from "../envs/registry.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
+import { portRows } from "./benchmark-ports.js";
 import { EnvRuntime } from "../bridge/engine/env-runtime.js";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
@@ -296,6 +297,24 @@ const SECTIONS: Record<string, (py: string) => Promise<void>> = {
     raw.openenv = r.raw;
   },
   wire,
+  ports: async () => {
+    // the originals' classes: bfcl-eval from the test venv (scripts/test-all.sh pins it there) and ACEBench from ../shared
+    const testPy = join(ROOT, ".venv", "bin", "python");
+    const acebench = join(ROOT, "..", "shared", "benchmarks", "acebench");
+    let missing = existsSync(acebench) ? null : `${acebench} is not there`;
+    if (!missing) {
+      try {
+        execFileSync(testPy, ["-c", "import bfcl_eval"], { stdio: "ignore" });
+      } catch {
+        missing = `${testPy} cannot import bfcl_eval (npm test installs it)`;
+      }
+    }
+    if (missing) {
+      rows.push({ what: "BFCL and ACEBench ports vs the original executors", ours: "—", reference: `n/a: ${missing}`, ratio: "—", target: "—", met: null });
+      return;
+    }
+    rows.push(...(await portRows({ py: testPy, acebench })));
+  },
   hop: () => threadHop(),
   states: stateSizes,
   memory: () => memory(),

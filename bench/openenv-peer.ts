@@ -238,6 +238,8 @@ async function forkRows(endpoint: string, quick: boolean): Promise<Row[]> {
       t0 = performance.now();
       await c.request("restore", { session_id, snapshot_id: snap });
       t.restore.push(performance.now() - t0);
+      // an episode holds at most max_snapshots_per_episode (32 by default): a user drops what it is done with
+      await c.request("drop_snapshot", { snapshot_id: snap });
     }
     await c.request("close", { session_id });
     return FORK_OPS.map((op) => ({ what: `${what[op]} (from Node)`, ours: `${fmt(median(t[op]), 2)} ms`, peer: "— (OpenEnv has none)", reference: "—", ratio: "—", target: op === "fork" ? "≤ 1 ms" : "—", met: op === "fork" ? median(t.fork) <= 1 : null }));
