@@ -131,6 +131,8 @@ test("a rollout killed with SIGKILL and started again skips finished episodes an
     expect(second.filter((b) => first.includes(b)).length).toBeLessThanOrEqual(1);
     expect(new Set([...first, ...second]).size).toBe(planned);
     expect(readResults(out).episodes.map((e) => e.key)).toHaveLength(planned);
+    // the report of the resumed run covers the episodes of both runs
+    expect(readFileSync(join(out, "report.html"), "utf8").match(/<tr id="ep-/g)).toHaveLength(planned);
     // the bridge of each run recorded into the same folder, one file per process
     expect(readdirSync(join(out, "trajectories")).length).toBe(2);
   } finally {
