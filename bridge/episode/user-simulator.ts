@@ -115,6 +115,15 @@ export function parseUserReply(raw: string): string | null {
   return reply.includes(STOP_MARKER) ? STOP_MARKER : reply;
 }
 
+/** A cache folder that cannot be made is the simulated user's failure (a typed episode error), not the bridge's. */
+function cacheAt(dir: string): CallCache {
+  try {
+    return new CallCache(dir);
+  } catch (e) {
+    throw new UserSimulatorError(`cannot use ${dir} as the simulated user's cache: ${(e as Error).message}`);
+  }
+}
+
 /**
  * A simulated user over any OpenAI-compatible chat endpoint, following EnvScaler's user agent: the
  * roles are inverted (agent turns are sent as `user` messages prefixed "[Agent] "), and the opening
@@ -147,7 +156,7 @@ export class OpenAIUserSimulator implements UserSimulator {
     this.prefill = [...prefill];
     this.config = resolveUserConfig(config);
     this.client = new OpenAI({ baseURL: this.config.baseURL, apiKey: this.config.apiKey, timeout: this.config.timeoutMs, maxRetries: this.config.maxRetries });
-    this.cache = this.config.cacheDir ? new CallCache(this.config.cacheDir) : null;
+    this.cache = this.config.cacheDir ? cacheAt(this.config.cacheDir) : null;
     this.messages = [{ role: "system", content: userSystemPrompt(task, instructions) }];
   }
 
@@ -214,7 +223,11 @@ export class OpenAIUserSimulator implements UserSimulator {
         throw new UserSimulatorError(`simulated user request failed (${this.config.baseURL ?? "OpenAI"}, model ${this.config.model}): ${(e as Error).message}`);
       }
       if (parseUserReply(raw) !== null) {
-        this.cache?.put(key, { content: raw, usage });
+        try {
+          this.cache?.put(key, { content: raw, usage });
+        } catch (e) {
+          throw new UserSimulatorError(`cannot write the simulated user's cache ${this.config.cacheDir}: ${(e as Error).message}`);
+        }
         return raw;
       }
     }

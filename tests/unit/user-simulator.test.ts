@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
@@ -119,6 +119,15 @@ test("with a cache dir, a second simulator of the same episode replays the user'
   expect(await uncached.start()).toBe("answer 7");
   expect(resolveUserConfig({}, { ENVSCALER_USER_CACHE: "/x" }).cacheDir).toBe("/x");
   expect(userConfigFromArgs({ userModel: "m", userCache: "/c" }, {})).toEqual({ model: "m", cacheDir: "/c" });
+});
+
+test("a simulated user's cache folder that cannot be made fails the episode as the user's typed error, naming the folder", async () => {
+  fixture = await OpenAIFixture.start(["# Thought:\nt\n# Reply:\nhello"]);
+  const file = join(mkdtempSync(join(tmpdir(), "envscaler-user-cache-")), "a-file");
+  writeFileSync(file, "not a folder");
+  rt = await EnvRuntime.start({ envs: [FIXTURES], user: { baseURL: fixture.baseURL, apiKey: "k", cacheDir: join(file, "cache") } });
+  await expect(rt.reset("notes-2", 0)).rejects.toMatchObject({ code: "user_simulator_failed", message: expect.stringContaining(join(file, "cache")) });
+  expect(fixture.requests).toHaveLength(0);
 });
 
 test("outOfRole: agent-like replies are caught, ordinary user replies are not", () => {
