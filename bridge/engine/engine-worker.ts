@@ -38,8 +38,7 @@ setCallMonitor({
 
 interface Hosted {
   episode: Episode;
-  /** Serialises this episode's requests: one at a time, in arrival order. */
-  tail: Promise<unknown>;
+  /** How many of the episode's simulated user replies the runtime has been sent already. */
   repliesSent: number;
 }
 const hosted = new Map<string, Hosted>();
@@ -74,7 +73,7 @@ async function fork(req: Extract<EngineRequest, { op: "fork" }>): Promise<{ valu
   }
   const o = episodeOptions(req.episode, snap.scenarioId);
   const episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(snap.seed) }, snap);
-  hosted.set(req.episode, { episode, tail: Promise.resolve(), repliesSent: episode.inputs.user_replies.length });
+  hosted.set(req.episode, { episode, repliesSent: episode.inputs.user_replies.length });
   return { value: { step: snap.steps, state_hash: snap.stateHash, done: false } };
 }
 
@@ -106,7 +105,7 @@ async function handle(req: EngineRequest): Promise<{ value: unknown; user_replie
     const restoring = req.op === "restore";
     const inputs = restoring ? req.inputs : undefined;
     const episode = makeEpisode(req.episode, inputs?.scenario_id ?? (req as { scenario_id: string }).scenario_id, inputs?.seed ?? (req as { seed: number }).seed, req.user, inputs?.user_replies);
-    const h: Hosted = { episode, tail: Promise.resolve(), repliesSent: 0 };
+    const h: Hosted = { episode, repliesSent: 0 };
     hosted.set(req.episode, h);
     try {
       const first = await episode.reset();
@@ -171,15 +170,29 @@ port.on("message", (batch: (EngineRequest & { slot: number })[]) => {
   for (const req of batch) accept(req);
 });
 
+/**
+ * Each episode's requests run one after another, in the order they crossed: its tail is kept from
+ * the moment a request is accepted, so a step posted right behind a reset or restore (as a
+ * recovery does) waits for it instead of finding a half-built episode. A fork of a live episode
+ * also runs after that episode's earlier requests, and its later ones after it.
+ */
+const tails = new Map<string, Promise<unknown>>();
+
 function accept(req: EngineRequest & { slot: number }): void {
-  // a fork of a live episode runs after that episode's earlier requests
-  const h = hosted.get(req.op === "fork" && req.from_episode !== undefined ? req.from_episode : req.episode);
+  const source = req.op === "fork" ? req.from_episode : undefined;
+  const before = [tails.get(req.episode), source !== undefined ? tails.get(source) : undefined].filter((t) => t !== undefined);
+  let ok = true;
   const run = () =>
     current.run(req.slot, () => handle(req)).then(
       (r): EngineReply => ({ id: req.id, ok: true, value: r.value, ...(r.user_replies?.length ? { user_replies: r.user_replies } : {}) }),
-      (e): EngineReply => ({ id: req.id, ok: false, error: toError(e) }),
+      (e): EngineReply => ((ok = false), { id: req.id, ok: false, error: toError(e) }),
     );
-  const done = (h ? h.tail.then(run) : run()).then(reply);
-  if (h) h.tail = done;
+  const done = (before.length ? Promise.all(before).then(run) : run()).then(reply);
+  tails.set(req.episode, done);
+  if (source !== undefined) tails.set(source, done);
+  // nothing of the episode is left here after a close, or after a reset/restore/fork that failed
+  void done.then(() => {
+    if (tails.get(req.episode) === done && (req.op === "close" || (!ok && !hosted.has(req.episode)))) tails.delete(req.episode);
+  });
 }
 port.postMessage({ ready: true });

@@ -94,7 +94,10 @@ interface EpisodeRecord {
   /** Set when the episode was lost (its worker died on it): every later request gets this error. */
   dead?: { code: string; message: string };
   deathReported?: boolean;
+  /** Set while the episode is being restored on a replacement worker. */
   restoring?: Promise<void>;
+  /** How many times it was restored (a recovery interrupted by another one knows it is stale). */
+  restores?: number;
 }
 
 interface Engine {
@@ -205,7 +208,13 @@ export class EnvRuntime {
     }
   }
 
-  /** Replaces a dead or stuck worker and restores its episodes, except `culprit`'s. */
+  /**
+   * Replaces a dead or stuck worker and restores its episodes, except `culprit`'s. Every request
+   * the old worker held is answered: those of restored episodes are re-posted to the new worker
+   * behind their episode's restore (in their order, without waiting here, so a slow or hanging
+   * re-run cannot hold up the others; if the new worker is stopped too, its own recovery takes
+   * them over), and those of episodes closed meanwhile are answered here.
+   */
   private async recover(engine: Engine, culprit: number | null): Promise<void> {
     engine.stopping = true;
     await engine.worker.terminate();
@@ -213,34 +222,53 @@ export class EnvRuntime {
     const restarts = [...engine.restarts.filter((t) => now - t < 60_000), now];
     const replacement = this.spawn(engine.index, restarts);
     this.engines[engine.index] = replacement;
-    const giveUp = restarts.length > (this.options.maxRestartsPerMinute ?? 10);
+    let giveUp = restarts.length > (this.options.maxRestartsPerMinute ?? 10);
     try {
       await replacement.ready;
     } catch {
-      /* handled below as a lost worker */
+      giveUp = true;
+    }
+    const unanswered = [...engine.pending.values()];
+    engine.pending.clear();
+    const stuck = [...engine.episodes, ...unanswered.map((p) => p.episode)].find((rec) => rec.slot === culprit);
+    if (stuck) this.noteHardStop(stuck.inputs.scenario_id);
+    for (const p of unanswered) {
+      if (engine.episodes.has(p.episode)) continue;
+      // a closed episode's sandbox and snapshots went with the worker, which is what close and drop ask for
+      p.resolve(p.body.op === "close" || p.body.op === "drop_snapshot"
+        ? { id: 0, ok: true, value: null }
+        : { id: 0, ok: false, error: { code: "unknown_episode", message: `episode ${p.episode.id} was closed while this request waited on a stopped engine worker` } });
     }
     for (const rec of engine.episodes) {
-      const waiting = [...engine.pending.values()].filter((p) => p.episode === rec);
-      if (rec.slot === culprit) this.noteHardStop(rec.inputs.scenario_id);
+      const mine = unanswered.filter((p) => p.episode === rec);
+      // a restore that was itself interrupted is answered by this one
+      const restores = mine.filter((p) => p.body.op === "restore");
+      const waiting = mine.filter((p) => p.body.op !== "restore");
       if (rec.slot === culprit || giveUp) {
         rec.dead = rec.slot === culprit
           ? { code: "env_timeout", message: "a guest call ignored its deadline (a native builtin that cannot be interrupted); the episode was stopped" }
           : { code: "engine_unavailable", message: "the engine worker keeps failing; its episodes were dropped" };
         this.counters.lost++;
+        rec.restores = (rec.restores ?? 0) + 1; // an interrupted restore's outcome no longer matters
+        rec.restoring = undefined;
+        for (const p of restores) p.resolve({ id: 0, ok: false, error: rec.dead });
         for (const p of waiting) p.resolve(this.deadReply(rec, p.body));
         continue;
       }
       rec.engine = replacement;
       replacement.episodes.add(rec);
+      const generation = (rec.restores = (rec.restores ?? 0) + 1);
       rec.restoring = this.post(replacement, rec, { op: "restore", episode: rec.id, inputs: rec.inputs, user: this.options.user ?? null, state_hash: rec.stateHash }).then((reply) => {
+        for (const p of restores) p.resolve(reply);
+        if (generation !== rec.restores) return; // a later recovery owns the episode now
         rec.restoring = undefined;
         if (!reply.ok) rec.dead = { code: "env_crashed", message: `lost with its engine worker and not restorable: ${reply.error.message}` };
         else this.counters.restored++;
       });
-      await rec.restoring;
-      for (const p of waiting) p.resolve(rec.dead ? this.deadReply(rec, p.body) : await this.post(replacement, rec, p.body));
+      // replies come back in posting order, so a failed restore has marked the episode dead by the
+      // time the worker's refusals of the requests behind it arrive
+      for (const p of waiting) void this.post(replacement, rec, p.body).then((reply) => p.resolve(!reply.ok && rec.dead ? this.deadReply(rec, p.body) : reply));
     }
-    engine.pending.clear();
   }
 
   /**

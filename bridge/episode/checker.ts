@@ -38,17 +38,22 @@ export interface CheckInputs {
 /** Checks get less time and memory than envs: they only read state. */
 export const CHECK_LIMITS: SandboxLimits = { ...DEFAULT_LIMITS, memoryBytes: 128 * 1024 * 1024, callTimeoutMs: 1000 };
 
-/** Per thread and limits: a check-mode sandbox with nothing but the prelude, captured once. */
-const checkImages = new Map<string, SandboxImage>();
+/** Per thread and limits: a check-mode sandbox with nothing but the prelude, captured once (built once per burst, as env images are). */
+const checkImages = new Map<string, Promise<SandboxImage>>();
 
-async function checkImage(limits: SandboxLimits): Promise<SandboxImage> {
+function checkImage(limits: SandboxLimits): Promise<SandboxImage> {
   const key = JSON.stringify(limits);
   let image = checkImages.get(key);
   if (!image) {
-    const builder = await Sandbox.create({ mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
-    image = builder.capture(true);
-    builder.dispose();
+    image = Sandbox.create({ mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined }).then((builder) => {
+      try {
+        return builder.capture(true);
+      } finally {
+        builder.dispose();
+      }
+    });
     checkImages.set(key, image);
+    image.catch(() => checkImages.delete(key));
   }
   return image;
 }

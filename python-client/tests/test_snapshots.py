@@ -139,3 +139,23 @@ def test_sessions_per_client_are_bounded_and_other_clients_are_not_starved():
             with pytest.raises(TooManySessions, match="max_sessions_per_client"):
                 greedy.reset("notes-1")
             assert other.reset("notes-1")["session_id"]
+
+
+def test_four_thousand_sessions_on_one_replica_reset_and_step_in_one_vector_env():
+    """4,000 live episodes on one replica: one vector env resets them all and steps them in one batch."""
+    n = 4000
+    with start_bridge(replicas=1, extra=("--max-sessions", str(n), "--max-sessions-per-client", str(n))) as b:
+        vec = EnvScalerVectorEnv(b.endpoints, num_envs=n, scenario_ids=["notes-1"], timeout=600)
+        try:
+            obs, _ = vec.reset(seed=1)
+            assert len(obs) == n and len(set(obs)) == 1 and obs[0]  # the same scenario's opening, n times
+            with b.client(0) as c:
+                assert c.stats()["sessions"] == n
+            obs, rewards, terminated, truncated, _ = vec.step([REFERENCE_ACTIONS[0]] * n)
+            # every episode ran the tool on its own state: each answers success, none ended
+            assert all('"success": true' in str(o) or '"success":true' in str(o) for o in obs), obs[:3]
+            assert not terminated.any() and not truncated.any() and (rewards == 0).all()
+        finally:
+            vec.close()
+        with b.client(0) as c:
+            assert c.stats()["sessions"] == 0

@@ -38,13 +38,13 @@ class Polluter {
   bump({ id }) { this.items[id].n += 1; this.log.push("bump " + id); return this.items[id].n; }
 }`;
 
-function polluterBundle(): EnvBundle {
+function polluterBundle(hash = "polluter-hash"): EnvBundle {
   const names = ["pollute", "probe", "add", "bump"];
   const tools = names.map((name) => ({ type: "function" as const, function: { name, description: name, parameters: { type: "object" as const, properties: {}, additionalProperties: true } } }));
   const state = { items: { a: { n: 1, tags: [] } }, log: [] };
   const manifest = EnvManifest.parse({ format: "envscaler.env/v1", id: "polluter-v1", name: "polluter", introduction: "x", class_name: "Polluter", tools, default_state: state });
   const scenarios = new Map([["p-1", { id: "p-1", env_id: "polluter-v1", mode: "task" as const, task: "t", checks: [], max_steps: 500 }]]);
-  return new EnvBundle("/virtual/polluter", manifest, POLLUTER, state, scenarios as never, "polluter-hash");
+  return new EnvBundle("/virtual/polluter", manifest, POLLUTER, state, scenarios as never, hash);
 }
 
 const content = (r: StepResult) => r.observation.content;
@@ -223,6 +223,28 @@ describe("runtime: snapshot, fork and restore ops", () => {
 });
 
 describe("dormant sandboxes", () => {
+  test("a burst of resets builds the env image once and holds no more instances than the live limit", async () => {
+    const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
+    const { envImagesBuilt } = await import("../../bridge/episode/env-session.js");
+    setMaxLiveSandboxes(4);
+    try {
+      const bundle = polluterBundle("burst-hash"); // an env this thread has no image of yet
+      const before = envImagesBuilt();
+      const eps = Array.from({ length: 40 }, (_, i) => new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `burst${i}` }));
+      await Promise.all(eps.map((e) => e.reset()));
+      expect(envImagesBuilt() - before).toBe(1);
+      const held = pooledInstances();
+      expect(held.live).toBeLessThanOrEqual(4);
+      // the live ones, the few made ahead of time and the ones handed back by sleepers: not one per reset
+      expect(held.live + held.fresh + held.recycled).toBeLessThan(20);
+      const probes = await Promise.all(eps.map((e) => e.step({ name: "add", arguments: { id: "y" } })));
+      expect(probes.map(content)).toEqual(Array(40).fill("2"));
+      for (const e of eps) e.close();
+    } finally {
+      setMaxLiveSandboxes(256);
+    }
+  });
+
   test("beyond the live limit, sandboxes sleep as images and wake exactly where they were", async () => {
     const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
     setMaxLiveSandboxes(3);
