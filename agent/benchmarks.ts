@@ -2,17 +2,22 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { importTaubench, type TaubenchDomain } from "../envs/taubench/import-taubench.js";
+import { acebench, bfcl } from "./benchmark-bfcl-acebench.js";
 import type { RunSettings } from "./summarize.js";
 
 /** What a benchmark's protocol fixes for a rollout: which bundles, which scenarios, and how the report names it. */
 export interface BenchmarkPlan {
   envs: string[];
   scenarios: string[];
-  /** The benchmark's own step cap (the original's run_main max_steps_map). */
-  maxSteps: number;
+  /** The benchmark's own step cap (the original's run_main max_steps_map); undefined: each scenario's max_steps. */
+  maxSteps: number | undefined;
   /** True when its scenarios are conversations that need the simulated user to be comparable. */
   needsUser: boolean;
   benchmark: NonNullable<RunSettings["benchmark"]>;
+  /** The benchmark's category of a scenario, when it reports accuracy per category (BFCL, ACEBench). */
+  categoryOf?: (scenarioId: string) => string;
+  /** Further official figures of an episode, read from its reward info, averaged per category (ACEBench's process accuracy). */
+  metricsOf?: (rewardInfo: unknown) => Record<string, number | null>;
 }
 
 export interface BenchmarkArgs {
@@ -25,6 +30,8 @@ export interface BenchmarkArgs {
 
 export interface Benchmark {
   name: string;
+  /** --from when it is not given. */
+  defaultFrom?: string;
   describe: string;
   prepare(args: BenchmarkArgs): BenchmarkPlan;
 }
@@ -37,6 +44,7 @@ function sha256Files(paths: string[]): string {
 
 const taubench: Benchmark = {
   name: "taubench",
+  defaultFrom: "../shared/benchmarks/taubench",
   describe: "tau-bench retail (test: 115 tasks) and airline (test: 50 tasks), simulated user, all-or-nothing reward, pass^k",
   prepare({ from, domain, split, out }) {
     const domains = (domain.length ? domain : ["retail", "airline"]) as TaubenchDomain[];
@@ -63,5 +71,5 @@ const taubench: Benchmark = {
   },
 };
 
-/** Benchmarks `envscaler eval` knows; BFCL and ACEBench register here when their envs land. */
-export const BENCHMARKS: Record<string, Benchmark> = { taubench };
+/** Benchmarks `envscaler eval` knows. */
+export const BENCHMARKS: Record<string, Benchmark> = { taubench, bfcl, acebench };

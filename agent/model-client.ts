@@ -81,7 +81,8 @@ export class ModelClient {
     this.cache = options.cacheDir ? new CallCache(options.cacheDir) : null;
   }
 
-  async chat(messages: AgentMessage[], tools: unknown[] | undefined, salt: string): Promise<ModelReply> {
+  /** `signal`: aborting it cancels the call in flight (an EndpointError, not retried). */
+  async chat(messages: AgentMessage[], tools: unknown[] | undefined, salt: string, signal?: AbortSignal): Promise<ModelReply> {
     const s = this.options.sampling ?? {};
     // reasoning stays in the record but is not sent back: some servers reject it in requests, and
     // chat templates (Qwen3's) drop earlier turns' thinking anyway
@@ -103,7 +104,7 @@ export class ModelClient {
       const t0 = performance.now();
       try {
         this.calls++;
-        const r = await this.client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming);
+        const r = await this.client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, signal ? { signal } : undefined);
         const latency_ms = performance.now() - t0;
         const m = r.choices[0]?.message as (OpenAI.ChatCompletionMessage & { reasoning_content?: string; reasoning?: string }) | undefined;
         if (!m) throw new EndpointError("the endpoint replied without a choice", null, attempt);
@@ -117,6 +118,7 @@ export class ModelClient {
         return { message, usage, latency_ms, attempts: attempt, cached: false };
       } catch (e) {
         if (e instanceof EndpointError) throw e;
+        if (signal?.aborted) throw new EndpointError("the call was cancelled", null, attempt);
         const status = e instanceof OpenAI.APIError ? (e.status ?? null) : null;
         if (!retryable(e) || attempt > max) throw new EndpointError(`${(e as Error).message} (after ${attempt} attempt${attempt > 1 ? "s" : ""})`, status, attempt);
         await sleep(Math.min(30_000, base * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5));

@@ -2,6 +2,9 @@ import type { BridgeClient } from "../protocol/bridge-client.js";
 import { EndpointError, type AgentMessage, type ModelClient, type Usage } from "./model-client.js";
 import { systemPrompt, type AgentMode, type ScenarioMode } from "./system-prompt.js";
 
+/** What the loop needs of the bridge: its request call (a BridgeClient, or the playground's in-process episodes). */
+export type AgentBridge = Pick<BridgeClient, "request">;
+
 /** Why an episode went wrong, as the report counts it. */
 export type FailureKind =
   | "unparseable_output" // the env could not read the model's reply as text or tool calls
@@ -113,7 +116,7 @@ function actionOf(m: AgentMessage, agentMode: AgentMode): unknown {
  * it with `finish` when the agent side stops first. Nothing the model says crashes it: the env
  * answers unreadable replies with an observation, which goes back to the model and is counted.
  */
-export async function runEpisode(bridge: BridgeClient, model: ModelClient, spec: EpisodeSpec, options: AgentOptions): Promise<EpisodeOutcome> {
+export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: EpisodeSpec, options: AgentOptions): Promise<EpisodeOutcome> {
   const t0 = performance.now();
   const out: EpisodeOutcome = {
     key: spec.key, scenario_id: spec.scenario_id, env_id: "", trial: spec.trial, seed: spec.seed, episode_id: null, mode: null,

@@ -11,6 +11,7 @@ import { Worker } from "node:worker_threads";
 import { Router } from "zeromq";
 import { Episode } from "../bridge/episode/episode.js";
 import { EnvRegistry } from "../envs/registry.js";
+import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { EnvRuntime } from "../bridge/engine/env-runtime.js";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
@@ -66,7 +67,7 @@ async function echoServer(replyBytes: number): Promise<{ endpoint: string; close
     try {
       for await (const [id, body] of sock) {
         const req = decodeFrame(body!) as { id: number };
-        await sock.send([id!, encodeFrame({ v: 1, id: req.id, ok: true, result: { pad } })]);
+        await sock.send([id!, encodeFrame({ v: PROTOCOL_VERSION, id: req.id, ok: true, result: { pad } })]);
       }
     } catch {
       /* closed */

@@ -2,6 +2,7 @@ import { Dealer } from "zeromq";
 import { decodeFrame, encodeFrame } from "./codec.js";
 import type { ErrorCode } from "./error-codes.js";
 import { PROTOCOL_VERSION } from "./messages.js";
+import { expandStep } from "./step-wire.js";
 
 /** An error reply from the bridge. */
 export class BridgeError extends Error {
@@ -54,7 +55,7 @@ export class BridgeClient {
         if (!p) continue;
         this.pending.delete(reply.id);
         clearTimeout(p.timer);
-        if (reply.ok) p.resolve(reply.result!);
+        if (reply.ok) p.resolve(expandStep(reply.result!));
         else p.reject(new BridgeError(reply.error!.code, reply.error!.message));
       }
     } catch {

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { ERROR_CODES } from "./error-codes.js";
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export const RequestId = z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().max(128)]);
 const sessionId = z.string().min(1).max(200);
@@ -77,18 +77,24 @@ export const ErrorReply = z.object({ v: z.literal(PROTOCOL_VERSION), id: Request
 export const Reply = z.discriminatedUnion("ok", [OkReply, ErrorReply]);
 export type Reply = z.infer<typeof Reply>;
 
+const toolResult = z.object({ tool_call_id: z.string(), name: z.string(), content: z.string(), ok: z.boolean() });
 const observation = z.object({
   role: z.enum(["tool", "user"]),
   content: z.string(),
-  tool_results: z.array(z.object({ tool_call_id: z.string(), name: z.string(), content: z.string(), ok: z.boolean() })).optional(),
+  tool_results: z.array(toolResult).optional(),
 });
+/** On the wire a tool observation leaves out `content` (each output appears once; see step-wire.ts). */
+const wireObservation = z.union([observation, z.object({ role: z.literal("tool"), tool_results: z.array(toolResult).min(1) })]);
+/** A call as the step reply lists it; its output is in observation.tool_results. */
+const callRecord = z.object({ id: z.string(), name: z.string(), arguments: z.record(z.string(), z.unknown()), error: z.string().optional() });
 
+/** A step result as the server sends it (step, finish, step_batch entries). */
 export const StepResultSchema = z.object({
-  observation,
+  observation: wireObservation,
   reward: z.number(),
   terminated: z.boolean(),
   truncated: z.boolean(),
-  info: z.looseObject({ step: z.number().int(), episode_id: z.string(), state_hash: z.string(), diff: z.array(z.unknown()) }),
+  info: z.looseObject({ step: z.number().int(), episode_id: z.string(), state_hash: z.string(), diff: z.array(z.unknown()), tool_calls: z.array(callRecord) }),
 });
 
 export const ResetResultSchema = z.object({

@@ -3,10 +3,13 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeFrame } from "../protocol/codec.js";
+import { PROTOCOL_VERSION as V } from "../protocol/messages.js";
+import { compactStep } from "../protocol/step-wire.js";
 
 const dir = join(import.meta.dirname, "..", "protocol", "vectors");
 const hex = (v: unknown) => encodeFrame(v).toString("hex");
 
+/** A step as the bridge has it; on the wire it is compactStep(step), and clients expand it back. */
 const step = {
   observation: { role: "tool", content: '{"ok":true,"note_id":"n3"}', tool_results: [{ tool_call_id: "call_0", name: "add_note", content: '{"ok":true,"note_id":"n3"}', ok: true }] },
   reward: 0,
@@ -14,29 +17,50 @@ const step = {
   truncated: false,
   info: { step: 1, episode_id: "e-1", tool_calls: [{ id: "call_0", name: "add_note", arguments: { text: "buy milk" } }], diff: [{ op: "add", path: "/notes/n3", value: { id: "n3", text: "buy milk" } }], state_hash: "ab".repeat(32) },
 };
-const messages: { name: string; kind: "request" | "reply"; op: string; value: unknown }[] = [
-  { name: "hello", kind: "request", op: "hello", value: { v: 1, id: 1, op: "hello", client: "pytest" } },
-  { name: "list_scenarios filtered", kind: "request", op: "list_scenarios", value: { v: 1, id: 2, op: "list_scenarios", env_id: "notes-v1" } },
-  { name: "reset new session", kind: "request", op: "reset", value: { v: 1, id: 3, op: "reset", scenario_id: "notes-1", seed: 4294967295 } },
-  { name: "step with a name/arguments action", kind: "request", op: "step", value: { v: 1, id: "req-4", op: "step", session_id: "s-0-0a1b2c3d-00", action: { name: "add_note", arguments: { text: "buy milk", pinned: false, tags: ["home", "ünïcödé ✓"], priority: -3, weight: 0.25 } } } },
-  { name: "step with raw assistant text", kind: "request", op: "step", value: { v: 1, id: 5, op: "step", session_id: "s-0-0a1b2c3d-00", action: '<think>plan</think><tool_call>{"name": "list_notes", "arguments": {}}</tool_call>' } },
-  { name: "step_batch", kind: "request", op: "step_batch", value: { v: 1, id: 6, op: "step_batch", steps: [{ session_id: "s-a", action: { id: "c1", type: "function", function: { name: "list_notes", arguments: "{}" } } }, { session_id: "s-b", action: "All done." }] } },
-  { name: "close", kind: "request", op: "close", value: { v: 1, id: 7, op: "close", session_id: "s-a" } },
-  { name: "snapshot", kind: "request", op: "snapshot", value: { v: 1, id: 20, op: "snapshot", session_id: "s-a" } },
-  { name: "fork a session", kind: "request", op: "fork", value: { v: 1, id: 21, op: "fork", session_id: "s-a" } },
-  { name: "fork a snapshot", kind: "request", op: "fork", value: { v: 1, id: 22, op: "fork", snapshot_id: "snap-1" } },
-  { name: "restore", kind: "request", op: "restore", value: { v: 1, id: 23, op: "restore", session_id: "s-a", snapshot_id: "snap-1" } },
-  { name: "drop_snapshot", kind: "request", op: "drop_snapshot", value: { v: 1, id: 24, op: "drop_snapshot", snapshot_id: "snap-1" } },
-  { name: "snapshot result", kind: "reply", op: "snapshot", value: { v: 1, id: 20, ok: true, result: { snapshot_id: "snap-1", step: 3, bytes: 458752, state_hash: "cd".repeat(32) } } },
-  { name: "fork result", kind: "reply", op: "fork", value: { v: 1, id: 21, ok: true, result: { session_id: "s-0-0a1b2c3d-01", info: { episode_id: "e-2", env_id: "notes-v1", scenario_id: "notes-1", mode: "task", seed: 7, step: 3, state_hash: "cd".repeat(32), tools: [], forked_from: { session_id: "s-a", step: 3 } } } } },
-  { name: "restore result", kind: "reply", op: "restore", value: { v: 1, id: 23, ok: true, result: { info: { episode_id: "e-3", env_id: "notes-v1", scenario_id: "notes-1", mode: "task", seed: 7, step: 3, state_hash: "cd".repeat(32), tools: [], forked_from: { snapshot_id: "snap-1", step: 3 } } } } },
-  { name: "drop_snapshot result", kind: "reply", op: "drop_snapshot", value: { v: 1, id: 24, ok: true, result: { dropped: true } } },
-  { name: "too_large error", kind: "reply", op: "snapshot", value: { v: 1, id: 25, ok: false, error: { code: "too_large", message: "the episode holds its limit of 32 snapshots (maxSnapshotsPerEpisode); drop some" } } },
-  { name: "step result", kind: "reply", op: "step", value: { v: 1, id: "req-4", ok: true, result: step } },
-  { name: "terminal step with reward", kind: "reply", op: "step", value: { v: 1, id: 8, ok: true, result: { ...step, reward: 0.6667, terminated: true, info: { ...step.info, end_reason: "text_reply", reward_info: { checks: [{ index: 0, kind: "js", description: "note added", passed: true }, { index: 1, kind: "js", description: "throws", passed: false, error: "TypeError: x is undefined" }], passed: 1, total: 2, no_checks: false } } } } },
-  { name: "state", kind: "reply", op: "state", value: { v: 1, id: 9, ok: true, result: { state_json: '{"notes":{"n1":{"big":9007199254740991}}}', state_hash: "00".repeat(32) } } },
-  { name: "error reply", kind: "reply", op: "step", value: { v: 1, id: 10, ok: false, error: { code: "session_lost", message: "session s-1-aa-00 was lost: replica 1 restarted" } } },
-  { name: "error reply without id", kind: "reply", op: "step", value: { v: 1, id: null, ok: false, error: { code: "bad_request", message: "not msgpack" } } },
+const twoCalls = {
+  ...step,
+  observation: {
+    role: "tool",
+    content: '[{"ok":true,"note_id":"n3"},{"error":{"type":"unknown_tool","message":"unknown tool \'rm\'"}}]',
+    tool_results: [
+      { tool_call_id: "call_0", name: "add_note", content: '{"ok":true,"note_id":"n3"}', ok: true },
+      { tool_call_id: "call_1", name: "rm", content: '{"error":{"type":"unknown_tool","message":"unknown tool \'rm\'"}}', ok: false },
+    ],
+  },
+  info: { ...step.info, tool_calls: [...step.info.tool_calls, { id: "call_1", name: "rm", arguments: {}, error: "unknown tool 'rm'" }] },
+};
+
+const messages: { name: string; kind: "request" | "reply"; op: string; value: unknown; expanded?: unknown }[] = [
+  { name: "hello", kind: "request", op: "hello", value: { v: V, id: 1, op: "hello", client: "pytest" } },
+  { name: "list_scenarios filtered", kind: "request", op: "list_scenarios", value: { v: V, id: 2, op: "list_scenarios", env_id: "notes-v1" } },
+  { name: "reset new session", kind: "request", op: "reset", value: { v: V, id: 3, op: "reset", scenario_id: "notes-1", seed: 4294967295 } },
+  { name: "step with a name/arguments action", kind: "request", op: "step", value: { v: V, id: "req-4", op: "step", session_id: "s-0-0a1b2c3d-00", action: { name: "add_note", arguments: { text: "buy milk", pinned: false, tags: ["home", "ünïcödé ✓"], priority: -3, weight: 0.25 } } } },
+  { name: "step with raw assistant text", kind: "request", op: "step", value: { v: V, id: 5, op: "step", session_id: "s-0-0a1b2c3d-00", action: '<think>plan</think><tool_call>{"name": "list_notes", "arguments": {}}</tool_call>' } },
+  { name: "step_batch", kind: "request", op: "step_batch", value: { v: V, id: 6, op: "step_batch", steps: [{ session_id: "s-a", action: { id: "c1", type: "function", function: { name: "list_notes", arguments: "{}" } } }, { session_id: "s-b", action: "All done." }] } },
+  { name: "close", kind: "request", op: "close", value: { v: V, id: 7, op: "close", session_id: "s-a" } },
+  { name: "snapshot", kind: "request", op: "snapshot", value: { v: V, id: 20, op: "snapshot", session_id: "s-a" } },
+  { name: "fork a session", kind: "request", op: "fork", value: { v: V, id: 21, op: "fork", session_id: "s-a" } },
+  { name: "fork a snapshot", kind: "request", op: "fork", value: { v: V, id: 22, op: "fork", snapshot_id: "snap-1" } },
+  { name: "restore", kind: "request", op: "restore", value: { v: V, id: 23, op: "restore", session_id: "s-a", snapshot_id: "snap-1" } },
+  { name: "drop_snapshot", kind: "request", op: "drop_snapshot", value: { v: V, id: 24, op: "drop_snapshot", snapshot_id: "snap-1" } },
+  { name: "snapshot result", kind: "reply", op: "snapshot", value: { v: V, id: 20, ok: true, result: { snapshot_id: "snap-1", step: 3, bytes: 458752, state_hash: "cd".repeat(32) } } },
+  { name: "fork result", kind: "reply", op: "fork", value: { v: V, id: 21, ok: true, result: { session_id: "s-0-0a1b2c3d-01", info: { episode_id: "e-2", env_id: "notes-v1", scenario_id: "notes-1", mode: "task", seed: 7, step: 3, state_hash: "cd".repeat(32), tools: [], forked_from: { session_id: "s-a", step: 3 } } } } },
+  { name: "restore result", kind: "reply", op: "restore", value: { v: V, id: 23, ok: true, result: { info: { episode_id: "e-3", env_id: "notes-v1", scenario_id: "notes-1", mode: "task", seed: 7, step: 3, state_hash: "cd".repeat(32), tools: [], forked_from: { snapshot_id: "snap-1", step: 3 } } } } },
+  { name: "drop_snapshot result", kind: "reply", op: "drop_snapshot", value: { v: V, id: 24, ok: true, result: { dropped: true } } },
+  { name: "too_large error", kind: "reply", op: "snapshot", value: { v: V, id: 25, ok: false, error: { code: "too_large", message: "the episode holds its limit of 32 snapshots (maxSnapshotsPerEpisode); drop some" } } },
+  { name: "step result", kind: "reply", op: "step", value: { v: V, id: "req-4", ok: true, result: compactStep(step) }, expanded: step },
+  { name: "step result with two calls", kind: "reply", op: "step", value: { v: V, id: 7, ok: true, result: compactStep(twoCalls) }, expanded: twoCalls },
+  {
+    name: "step_batch result",
+    kind: "reply",
+    op: "step_batch",
+    value: { v: V, id: 6, ok: true, result: { results: [{ ok: true, result: compactStep(step) }, { ok: false, error: { code: "unknown_session", message: "no session s-b" } }] } },
+    expanded: { results: [{ ok: true, result: step }, { ok: false, error: { code: "unknown_session", message: "no session s-b" } }] },
+  },
+  { name: "terminal step with reward", kind: "reply", op: "step", value: { v: V, id: 8, ok: true, result: { ...compactStep(step), reward: 0.6667, terminated: true, info: { ...step.info, end_reason: "text_reply", reward_info: { checks: [{ index: 0, kind: "js", description: "note added", passed: true }, { index: 1, kind: "js", description: "throws", passed: false, error: "TypeError: x is undefined" }], passed: 1, total: 2, no_checks: false } } } } },
+  { name: "state", kind: "reply", op: "state", value: { v: V, id: 9, ok: true, result: { state_json: '{"notes":{"n1":{"big":9007199254740991}}}', state_hash: "00".repeat(32) } } },
+  { name: "error reply", kind: "reply", op: "step", value: { v: V, id: 10, ok: false, error: { code: "session_lost", message: "session s-1-aa-00 was lost: replica 1 restarted" } } },
+  { name: "error reply without id", kind: "reply", op: "step", value: { v: V, id: null, ok: false, error: { code: "bad_request", message: "not msgpack" } } },
 ];
 writeFileSync(join(dir, "messages.json"), JSON.stringify(messages.map((m) => ({ ...m, msgpack_hex: hex(m.value) })), null, 1) + "\n");
 
@@ -46,25 +70,26 @@ const bad = [
   { name: "not msgpack (reserved byte)", hex: "c1", code: "bad_request" },
   { name: "truncated map", hex: "82a1760181", code: "bad_request" },
   { name: "extension type", hex: "d40100", code: "bad_request" },
-  { name: "timestamp extension inside a request", hex: hex({ v: 1, id: 1, op: "hello" }).replace(/^83/, "84") + "a174d6ff00000000", code: "bad_request" },
+  { name: "timestamp extension inside a request", hex: hex({ v: V, id: 1, op: "hello" }).replace(/^83/, "84") + "a174d6ff00000000", code: "bad_request" },
   { name: "array32 declaring 4 billion entries", hex: "dd ffffffff 00".replace(/ /g, ""), code: "bad_request" },
   { name: "map32 declaring 4 billion entries", hex: "df ffffffff".replace(/ /g, ""), code: "bad_request" },
   { name: "str32 declaring 4 GB", hex: "db ffffffff 61".replace(/ /g, ""), code: "bad_request" },
   { name: "nesting 5000 deep", hex: nested(5000), code: "bad_request" },
   { name: "integer map key", hex: "81 01 02".replace(/ /g, ""), code: "bad_request" },
-  { name: "trailing bytes", hex: hex({ v: 1, id: 1, op: "hello" }) + "c0", code: "bad_request" },
+  { name: "trailing bytes", hex: hex({ v: V, id: 1, op: "hello" }) + "c0", code: "bad_request" },
   { name: "a request that is not a map", hex: hex([1, 2, 3]), code: "bad_request" },
-  { name: "missing op", hex: hex({ v: 1, id: 11 }), code: "unknown_op" },
-  { name: "unknown op", hex: hex({ v: 1, id: 12, op: "rm_rf" }), code: "unknown_op" },
-  { name: "wrong version", hex: hex({ v: 2, id: 13, op: "hello" }), code: "unsupported_version" },
-  { name: "wrong field type", hex: hex({ v: 1, id: 14, op: "reset", scenario_id: 42 }), code: "bad_request" },
-  { name: "unknown field", hex: hex({ v: 1, id: 15, op: "hello", colour: "red" }), code: "bad_request" },
-  { name: "id that is a map", hex: hex({ v: 1, id: { a: 1 }, op: "hello" }), code: "bad_request" },
-  { name: "__proto__ key", hex: hex({ v: 1, id: 16, op: "hello" }).replace(/^83/, "84") + "a95f5f70726f746f5f5f81a16101", code: "bad_request" },
-  { name: "seed out of range", hex: hex({ v: 1, id: 17, op: "reset", scenario_id: "notes-1", seed: -1 }), code: "bad_request" },
-  { name: "fork naming both a session and a snapshot", hex: hex({ v: 1, id: 19, op: "fork", session_id: "s", snapshot_id: "snap-1" }), code: "bad_request" },
-  { name: "fork naming neither", hex: hex({ v: 1, id: 20, op: "fork" }), code: "bad_request" },
-  { name: "step_batch naming a session twice", hex: hex({ v: 1, id: 18, op: "step_batch", steps: [{ session_id: "s", action: "x" }, { session_id: "s", action: "y" }] }), code: "bad_request" },
+  { name: "missing op", hex: hex({ v: V, id: 11 }), code: "unknown_op" },
+  { name: "unknown op", hex: hex({ v: V, id: 12, op: "rm_rf" }), code: "unknown_op" },
+  { name: "an older version (1)", hex: hex({ v: 1, id: 13, op: "hello" }), code: "unsupported_version" },
+  { name: "a newer version", hex: hex({ v: V + 1, id: 13, op: "hello" }), code: "unsupported_version" },
+  { name: "wrong field type", hex: hex({ v: V, id: 14, op: "reset", scenario_id: 42 }), code: "bad_request" },
+  { name: "unknown field", hex: hex({ v: V, id: 15, op: "hello", colour: "red" }), code: "bad_request" },
+  { name: "id that is a map", hex: hex({ v: V, id: { a: 1 }, op: "hello" }), code: "bad_request" },
+  { name: "__proto__ key", hex: hex({ v: V, id: 16, op: "hello" }).replace(/^83/, "84") + "a95f5f70726f746f5f5f81a16101", code: "bad_request" },
+  { name: "seed out of range", hex: hex({ v: V, id: 17, op: "reset", scenario_id: "notes-1", seed: -1 }), code: "bad_request" },
+  { name: "fork naming both a session and a snapshot", hex: hex({ v: V, id: 19, op: "fork", session_id: "s", snapshot_id: "snap-1" }), code: "bad_request" },
+  { name: "fork naming neither", hex: hex({ v: V, id: 20, op: "fork" }), code: "bad_request" },
+  { name: "step_batch naming a session twice", hex: hex({ v: V, id: 18, op: "step_batch", steps: [{ session_id: "s", action: "x" }, { session_id: "s", action: "y" }] }), code: "bad_request" },
 ];
 writeFileSync(join(dir, "bad-frames.json"), JSON.stringify(bad, null, 1) + "\n");
 console.log(`${messages.length} messages, ${bad.length} bad frames`);

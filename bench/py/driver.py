@@ -9,6 +9,8 @@ Modes:
 import argparse, json, time
 import msgpack, zmq
 
+PROTOCOL_VERSION = 2  # docs/protocol.md; the bench speaks it raw, without the client package
+
 def pack(x):
     return msgpack.packb(x, use_bin_type=True)
 
@@ -35,7 +37,7 @@ def main():
 
     def send(s, op, **f):
         rid[0] += 1
-        s.send(pack({"v": 1, "id": rid[0], "op": op, **f}))
+        s.send(pack({"v": PROTOCOL_VERSION, "id": rid[0], "op": op, **f}))
         return rid[0]
 
     def recv(s):

@@ -23,6 +23,8 @@ import time
 import msgpack
 import zmq
 
+PROTOCOL_VERSION = 2  # docs/protocol.md; the bench speaks it raw, without the client package
+
 # four read tools on the library's real state (no writes: the state stays the same forever)
 READS = [
     {"name": "get_member", "arguments": {"member_id": "M013"}},
@@ -81,7 +83,7 @@ class Ours:
 
     def send(self, op, **f):
         self.rid += 1
-        self.sock.send(msgpack.packb({"v": 1, "id": self.rid, "op": op, **f}, use_bin_type=True))
+        self.sock.send(msgpack.packb({"v": PROTOCOL_VERSION, "id": self.rid, "op": op, **f}, use_bin_type=True))
         return self.rid
 
     def recv(self):
@@ -101,9 +103,9 @@ class Ours:
         return self.call("reset", scenario_id=self.scenario, seed=0, **extra)["session_id"]
 
     def step(self, sid, action):
-        """The tool's result, parsed (observation.content is its JSON text)."""
+        """The tool's result, parsed (on the wire a tool step's text is in tool_results, once)."""
         r = self.call("step", session_id=sid, action=action)
-        return json.loads(r["observation"]["content"])
+        return json.loads(r["observation"]["tool_results"][0]["content"])
 
     def close(self, sid):
         self.call("close", session_id=sid)

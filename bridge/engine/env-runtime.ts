@@ -43,12 +43,16 @@ export interface RuntimeOptions {
   maxSnapshotBytes?: number;
 }
 
+/** What an episode's reset recorded, repeated in the start record of each fork of it so `replay` can re-execute the fork. */
+type Opening = Pick<ResetInfo, "env_hash" | "scenario_hash" | "introduction" | "rules" | "tools"> & { observation: Observation };
+
 /** A snapshot held by an engine worker; the runtime keeps what restoring it after a worker loss would need. */
 interface SnapshotRecord {
   id: string;
   engine: Engine;
   owner: EpisodeRecord;
   inputs: EpisodeInputs;
+  opening?: Opening;
   stateHash: string;
   step: number;
   bytes: number;
@@ -85,6 +89,7 @@ interface EpisodeRecord {
   engine: Engine;
   inputs: EpisodeInputs;
   stateHash: string;
+  opening?: Opening;
   /** The episode ended (terminal step or finish): recorded, so close() need not record it again. */
   ended?: boolean;
   /** Estimated JSON bytes of the actions kept in `inputs`. */
@@ -397,6 +402,7 @@ export class EnvRuntime {
       const value = (await this.request(rec, { op: "reset", episode: episodeId, scenario_id: scenarioId, seed: s, user: this.options.user ?? null })) as ResetResult;
       rec.stateHash = value.info.state_hash;
       const i = value.info;
+      rec.opening = { observation: value.observation, introduction: i.introduction, rules: i.rules, tools: i.tools, env_hash: i.env_hash, scenario_hash: i.scenario_hash };
       this.record({
         t: "episode_start", episode_id: episodeId, env_id: i.env_id, scenario_id: i.scenario_id, seed: i.seed, env_hash: i.env_hash, scenario_hash: i.scenario_hash,
         state_hash: i.state_hash, observation: value.observation, introduction: i.introduction, rules: i.rules, tools: i.tools, user_replies: rec.inputs.user_replies, time: new Date().toISOString(),
@@ -480,7 +486,7 @@ export class EnvRuntime {
     if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (serve --max-snapshot-mb, maxSnapshotBytes ${total}); drop some`);
     const id = `snap-${randomUUID()}`;
     const value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as { step: number; bytes: number; state_hash: string };
-    const snap: SnapshotRecord = { id, engine: rec.engine, owner: rec, inputs: structuredClone(rec.inputs), stateHash: value.state_hash, step: value.step, bytes: value.bytes };
+    const snap: SnapshotRecord = { id, engine: rec.engine, owner: rec, inputs: structuredClone(rec.inputs), opening: rec.opening, stateHash: value.state_hash, step: value.step, bytes: value.bytes };
     this.snapshots.set(id, snap);
     rec.snapshots.add(snap);
     this.snapshotBytes += snap.bytes;
@@ -499,6 +505,7 @@ export class EnvRuntime {
     let body: RequestBody;
     let from: ForkResult["forked_from"];
     let parent: EpisodeRecord;
+    let opening: Opening | undefined;
     if ("snapshot_id" in source) {
       const snap = this.snapshots.get(source.snapshot_id);
       if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
@@ -506,6 +513,7 @@ export class EnvRuntime {
       ({ engine } = snap);
       parent = snap.owner;
       inputs = structuredClone(snap.inputs);
+      opening = snap.opening;
       body = { op: "fork", episode: episodeId, from_snapshot: snap.id };
       from = { snapshot_id: snap.id, step: snap.step };
     } else {
@@ -514,10 +522,11 @@ export class EnvRuntime {
       if (!live) throw new RuntimeError(parent.dead?.code ?? "closed", parent.dead?.message ?? "the runtime is closed");
       engine = live;
       inputs = structuredClone(parent.inputs);
+      opening = parent.opening;
       body = { op: "fork", episode: episodeId, from_episode: parent.id };
       from = { episode_id: parent.id, step: inputs.actions.length };
     }
-    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs, stateHash: "", snapshots: new Set() };
+    const rec: EpisodeRecord = { id: episodeId, slot: this.nextSlot++, engine, inputs, stateHash: "", snapshots: new Set(), opening };
     engine.episodes.add(rec);
     this.episodes.set(episodeId, rec);
     try {
@@ -526,7 +535,7 @@ export class EnvRuntime {
       from.step = value.step;
       this.record({
         t: "episode_start", episode_id: episodeId, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, state_hash: value.state_hash,
-        forked_from: from, prefix_actions: inputs.actions, user_replies: inputs.user_replies, time: new Date().toISOString(),
+        ...opening, forked_from: from, prefix_actions: inputs.actions, user_replies: inputs.user_replies, time: new Date().toISOString(),
       });
       return { episode_id: episodeId, step: value.step, state_hash: value.state_hash, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, forked_from: from };
     } catch (e) {
@@ -537,7 +546,10 @@ export class EnvRuntime {
 
   /** Puts the episode back to a snapshot's point (any snapshot of this runtime): the same as closing it and forking the snapshot under its id. */
   async restoreSnapshot(episodeId: string, snapshotId: string): Promise<ForkResult> {
-    if (!this.snapshots.has(snapshotId)) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
+    const snap = this.snapshots.get(snapshotId);
+    if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
+    // checked before the episode is closed: a snapshot lost with its worker must not take the episode with it
+    if (snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
     const rec = this.episode(episodeId);
     // the episode's own snapshots outlive this (a restore is how one goes back to them)
     const kept = rec.snapshots;
@@ -548,6 +560,12 @@ export class EnvRuntime {
     for (const s of kept) s.owner = next;
     next.snapshots = kept;
     return result;
+  }
+
+  /** What a held snapshot is of (null: dropped, or never taken), so a front can check it before restoring. */
+  snapshotInfo(snapshotId: string): { scenario_id: string; episode_id: string; step: number; state_hash: string; bytes: number } | null {
+    const snap = this.snapshots.get(snapshotId);
+    return snap ? { scenario_id: snap.inputs.scenario_id, episode_id: snap.owner.id, step: snap.step, state_hash: snap.stateHash, bytes: snap.bytes } : null;
   }
 
   async dropSnapshot(snapshotId: string): Promise<boolean> {
@@ -574,6 +592,18 @@ export class EnvRuntime {
     this.episodes.delete(rec.id);
     rec.engine.episodes.delete(rec);
     for (const snap of rec.snapshots) void this.dropSnapshot(snap.id);
+  }
+
+  /** The episode limits in force (defaults filled in), as `hello` reports them. */
+  limits(): { max_action_bytes: number; max_episode_input_bytes: number; max_snapshots_per_episode: number; max_snapshot_bytes: number; quarantine_after: number } {
+    const o = this.options;
+    return {
+      max_action_bytes: o.maxActionBytes ?? 1 << 20,
+      max_episode_input_bytes: o.maxEpisodeInputBytes ?? 64 << 20,
+      max_snapshots_per_episode: o.maxSnapshotsPerEpisode ?? 32,
+      max_snapshot_bytes: o.maxSnapshotBytes ?? 1 << 30,
+      quarantine_after: o.quarantineAfter ?? 2,
+    };
   }
 
   stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; snapshots: number; snapshot_bytes: number; quarantined: string[] } {

@@ -1,3 +1,4 @@
+import { toolObservationText } from "../../protocol/step-wire.js";
 import type { ToolSchema, Scenario } from "../../envs/bundle-schema.js";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import type { SandboxLimits } from "../sandbox/limits.js";
@@ -43,10 +44,19 @@ export interface RewardInfo {
   mode: "fraction" | "all";
 }
 
+/** A call as the step reply lists it: what was asked and, when it did not run or threw, why. */
+export interface CallRecord {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  error?: string;
+}
+
 export interface StepInfo {
   step: number;
   episode_id: string;
-  tool_calls: (ActionRecord & { id: string })[];
+  /** The calls as parsed, and why any did not run (`error`); their outputs are in observation.tool_results, once. */
+  tool_calls: CallRecord[];
   diff: PatchOp[];
   state_hash: string;
   end_reason?: EndReason;
@@ -375,7 +385,7 @@ export class Episode {
           if (total <= cap) return r;
           return { ...r, ok: false, content: errorContent("output_limit", `the result of ${c.name} (${r.content.length} bytes) took this step's tool outputs over ${cap} bytes (maxOutputBytes): it ran, but its result is not shown`) };
         });
-        observation = { role: "tool", content: results.length === 1 ? results[0]!.content : `[${results.map((r) => r.content).join(",")}]`, tool_results: results };
+        observation = { role: "tool", content: toolObservationText(results), tool_results: results };
         if (parsed.calls.some((c) => this.options.bundle.manifest.terminating_tools.includes(c.name))) endReason = "terminating_tool";
         const perTurn = this.options.scenario.max_steps_per_turn;
         if (this.multiTurn && perTurn !== undefined && ++this.turnSteps > perTurn && endReason === undefined) {
@@ -397,18 +407,21 @@ export class Episode {
   }
 
   private skipCall(call: ParsedCall, info: StepInfo, why: string): ToolResult {
-    const record: ActionRecord & { id: string } = { id: call.id, name: call.name, arguments: call.arguments, error: why };
-    info.tool_calls.push(record);
-    this.actions.push(record);
+    info.tool_calls.push({ id: call.id, name: call.name, arguments: call.arguments, error: why });
+    this.actions.push({ name: call.name, arguments: call.arguments, error: why });
     return { tool_call_id: call.id, name: call.name, content: errorContent("output_limit", why), ok: false };
   }
 
   private runCall(session: EnvSession, call: ParsedCall, info: StepInfo): ToolResult {
-    const record: ActionRecord & { id: string } = { id: call.id, name: call.name, arguments: call.arguments };
-    info.tool_calls.push(record);
+    // the checks read each call's parsed result (ActionRecord); the reply lists the call once and
+    // carries its output once, as text in tool_results
+    const listed: CallRecord = { id: call.id, name: call.name, arguments: call.arguments };
+    const record: ActionRecord = { name: call.name, arguments: call.arguments };
+    info.tool_calls.push(listed);
     this.actions.push(record);
     const reject = (type: string, message: string): ToolResult => {
       record.error = message;
+      listed.error = message;
       return { tool_call_id: call.id, name: call.name, content: errorContent(type, message), ok: false };
     };
     if (call.argumentsError) return reject("invalid_arguments", call.argumentsError);

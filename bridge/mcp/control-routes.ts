@@ -8,7 +8,12 @@ export interface ControlSession {
   rollout: string | null;
   opened: number;
   episode: McpEpisode;
+  /** A fork no MCP client has connected to yet (it connects with the X-EnvScaler-Fork header). */
+  pending?: boolean;
 }
+
+/** Where a fork starts: a live session's episode now, or a snapshot. */
+export type ForkSource = { session: ControlSession } | { snapshot_id: string };
 
 export interface ControlContext {
   /** A live session by MCP session id or rollout tag; throws `unknown_session` / `session_closed`. */
@@ -16,6 +21,10 @@ export interface ControlContext {
   list(): ControlSession[];
   close(id: string, why: string): Promise<void>;
   stats(): Record<string, unknown>;
+  /** Opens a session (pending until a client connects to it) whose episode continues from `source`. */
+  fork(source: ForkSource, rollout: string | null): Promise<Record<string, unknown>>;
+  snapshotInfo(id: string): Record<string, unknown> | null;
+  dropSnapshot(id: string): Promise<boolean>;
 }
 
 function status(s: ControlSession): Record<string, unknown> {
@@ -30,6 +39,7 @@ function status(s: ControlSession): Record<string, unknown> {
     episode_id: ep.episodeId,
     steps: ep.steps,
     ended: ep.ended,
+    connected: !s.pending,
     idle_s: Math.round((Date.now() - ep.lastUsed) / 1000),
     age_s: Math.round((Date.now() - s.opened) / 1000),
   };
@@ -45,12 +55,18 @@ function status(s: ControlSession): Record<string, unknown> {
  *   GET    /control/sessions/ID/reward        the score of an ended episode (`episode_running` before)
  *   GET    /control/sessions/ID/state         {state, state_hash} now
  *   GET    /control/sessions/ID/inputs        what replays the episode exactly
- *   POST   /control/sessions/ID/snapshot|fork `not_implemented` until EnvRuntime has them
+ *   POST   /control/sessions/ID/snapshot      freeze the episode now: {snapshot_id, step, bytes, state_hash}
+ *   POST   /control/sessions/ID/fork          a new session continuing from this one now; body {"rollout": tag}?
+ *   POST   /control/sessions/ID/restore       back to a snapshot's point; body {"snapshot_id"}
  *   DELETE /control/sessions/ID               close: the episode ends and its sandbox is freed
+ *   GET    /control/snapshots/SNAP            what the snapshot is of
+ *   POST   /control/snapshots/SNAP/fork       a new session continuing from the snapshot; body {"rollout": tag}?
+ *   DELETE /control/snapshots/SNAP            drop it: {dropped}
  */
 export async function controlRoute(ctx: ControlContext, req: IncomingMessage, parts: string[], body: unknown): Promise<unknown> {
   const method = req.method ?? "GET";
   if (parts.length === 1 && parts[0] === "stats" && method === "GET") return ctx.stats();
+  if (parts[0] === "snapshots") return snapshotRoute(ctx, method, parts, body);
   if (parts[0] !== "sessions") throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
   if (parts.length === 1 && method === "GET") return { sessions: ctx.list().map(status) };
   let id: string;
@@ -84,9 +100,45 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
     case "GET inputs":
       return { ...base, inputs: s.episode.inputs() };
     case "POST snapshot":
+      return { ...base, ...(await s.episode.snapshot()) };
     case "POST fork":
-      // the hook for EnvRuntime's snapshot/fork (coming): a fork will open a new session on a copy
-      throw new McpHttpError("not_implemented", `${action} is coming with EnvRuntime snapshot/fork; this route will serve it`);
+      return ctx.fork({ session: s }, rolloutOf(body));
+    case "POST restore": {
+      const snapshotId = (body as { snapshot_id?: unknown } | undefined)?.snapshot_id;
+      if (typeof snapshotId !== "string" || !snapshotId) throw new McpHttpError("bad_request", "restore: the body needs snapshot_id (a string)");
+      const r = await s.episode.restore(snapshotId);
+      return { ...base, seed: r.seed, step: r.step, state_hash: r.state_hash, restored_from: { snapshot_id: snapshotId, step: r.forked_from.step } };
+    }
+    default:
+      throw new McpHttpError("not_found", `no control route ${method} /control/${parts.join("/")}`);
+  }
+}
+
+function rolloutOf(body: unknown): string | null {
+  const rollout = (body as { rollout?: unknown } | undefined)?.rollout;
+  if (rollout === undefined || rollout === null) return null;
+  if (typeof rollout !== "string" || rollout.trim() === "") throw new McpHttpError("bad_request", "fork: rollout must be a non-empty string");
+  return rollout.trim();
+}
+
+function snapshotRoute(ctx: ControlContext, method: string, parts: string[], body: unknown): Promise<unknown> | unknown {
+  let id: string;
+  try {
+    id = decodeURIComponent(parts[1] ?? "");
+  } catch {
+    throw new McpHttpError("bad_request", `not a valid snapshot id in the path: ${parts[1]}`);
+  }
+  if (!id || parts.length > 3) throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
+  switch (`${method} ${parts[2] ?? ""}`) {
+    case "GET ": {
+      const info = ctx.snapshotInfo(id);
+      if (!info) throw new McpHttpError("unknown_snapshot", `no snapshot ${id} (dropped, or the session it was taken in closed)`);
+      return { snapshot_id: id, ...info };
+    }
+    case "POST fork":
+      return ctx.fork({ snapshot_id: id }, rolloutOf(body));
+    case "DELETE ":
+      return ctx.dropSnapshot(id).then((dropped) => ({ snapshot_id: id, dropped }));
     default:
       throw new McpHttpError("not_found", `no control route ${method} /control/${parts.join("/")}`);
   }

@@ -1,5 +1,5 @@
 import type { ToolSchema } from "../../envs/bundle-schema.js";
-import type { EnvRuntime } from "../engine/env-runtime.js";
+import type { EnvRuntime, ForkResult } from "../engine/env-runtime.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
 import type { InFlightGate } from "./in-flight-gate.js";
 import { McpHttpError } from "./mcp-error.js";
@@ -53,6 +53,19 @@ export class McpEpisode {
     private readonly gate: InFlightGate,
     private readonly maxQueued: number,
   ) {}
+
+  /**
+   * A session's episode that starts as a fork (the control routes' fork): the runtime episode
+   * already exists and continues from its source's step; `started` is the source's.
+   */
+  static forked(sessionId: string, runtime: EnvRuntime, gate: InFlightGate, maxQueued: number, started: EpisodeStarted, fork: ForkResult): McpEpisode {
+    const ep = new McpEpisode(sessionId, runtime, gate, maxQueued);
+    ep.episodeId = fork.episode_id;
+    ep.started = { ...started, seed: fork.seed };
+    ep.steps = fork.step;
+    ep.starting = Promise.resolve(ep.started);
+    return ep;
+  }
 
   /** Requests of this session queued or running (the idle reaper leaves a busy session alone). */
   get busy(): boolean {
@@ -134,6 +147,37 @@ export class McpEpisode {
   inputs(): EpisodeInputs {
     if (!this.episodeId) throw new McpHttpError("no_episode", "the session has not started its episode");
     return this.runtime.inputs(this.episodeId);
+  }
+
+  /** Freezes the episode after the calls queued before this request (EnvRuntime.snapshot; its limits answer `too_large`). */
+  snapshot(): Promise<{ snapshot_id: string; step: number; bytes: number; state_hash: string }> {
+    return this.serial(() => this.runtime.snapshot(this.live()));
+  }
+
+  /** A copy of the episode as it is after the calls queued before this request, as runtime episode `episodeId`. */
+  fork(episodeId: string): Promise<ForkResult> {
+    return this.serial(() => this.runtime.fork({ episode_id: this.live() }, episodeId));
+  }
+
+  /**
+   * Puts the episode back to a snapshot's point (even after it ended): the same session, the
+   * same tools and task, so only a snapshot of this session's scenario is accepted.
+   */
+  restore(snapshotId: string): Promise<ForkResult> {
+    return this.serial(async () => {
+      if (this.closed) throw new McpHttpError("session_closed", "the session is closed");
+      if (!this.episodeId || !this.started) throw new McpHttpError("no_episode", "the session has not started its episode");
+      const snap = this.runtime.snapshotInfo(snapshotId);
+      if (!snap) throw new McpHttpError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or the session it was taken in closed)`);
+      if (snap.scenario_id !== this.started.scenario_id) {
+        throw new McpHttpError("bad_request", `snapshot ${snapshotId} is of scenario ${snap.scenario_id}, this session plays ${this.started.scenario_id}; fork it into a new session instead`);
+      }
+      const r = await this.runtime.restoreSnapshot(this.episodeId, snapshotId);
+      this.final = null;
+      this.steps = r.step;
+      this.started = { ...this.started, seed: r.seed };
+      return r;
+    });
   }
 
   /** Ends the episode (recorded as closed unless it had ended) and frees its sandbox; idempotent. */

@@ -22,7 +22,8 @@ export type McpErrorCode =
   | "no_episode"
   | "episode_running"
   | "episode_done"
-  | "not_implemented"
+  | "unknown_snapshot"
+  | "too_large"
   | "shutting_down"
   | "internal_error"
   | (string & {});
@@ -36,12 +37,13 @@ const STATUS: Record<string, number> = {
   not_found: 404,
   unknown_session: 404,
   session_closed: 404,
+  unknown_snapshot: 404,
   rollout_in_use: 409,
   no_episode: 409,
   episode_running: 409,
   episode_done: 409,
   payload_too_large: 413,
-  not_implemented: 501,
+  too_large: 413,
   too_many_sessions: 503,
   overloaded: 503,
   shutting_down: 503,

@@ -6,11 +6,11 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { EnvRuntime } from "../engine/env-runtime.js";
-import { controlRoute, type ControlContext, type ControlSession } from "./control-routes.js";
+import { controlRoute, type ControlContext, type ControlSession, type ForkSource } from "./control-routes.js";
 import { parseJson, readBody, sendJson } from "./http-io.js";
 import { InFlightGate } from "./in-flight-gate.js";
 import { jsonRpcError, McpHttpError, statusOf, typedError } from "./mcp-error.js";
-import { McpEpisode } from "./mcp-episode.js";
+import { McpEpisode, type EpisodeStarted } from "./mcp-episode.js";
 import { DEFAULT_MCP_LIMITS, type McpLimits } from "./mcp-limits.js";
 import { createMcpServer } from "./mcp-surface.js";
 import { RequestGuard } from "./request-guard.js";
@@ -20,6 +20,8 @@ export const MCP_PATH = "/mcp";
 export const SCENARIO_HEADER = "x-envscaler-scenario";
 export const SEED_HEADER = "x-envscaler-seed";
 export const ROLLOUT_HEADER = "x-envscaler-rollout";
+/** On `initialize`: connect to a fork the trainer made (its session id or rollout tag). */
+export const FORK_HEADER = "x-envscaler-fork";
 
 /** How many closed session ids (and rollout tags) are remembered, so a late request hears `session_closed` and why. */
 const CLOSED_MEMORY = 16_384;
@@ -52,6 +54,12 @@ interface Entry extends ControlSession {
   closing: boolean;
 }
 
+/** A fork waiting for its client: it holds its episode (and a session slot) until one connects. */
+interface PendingFork extends ControlSession {
+  pending: true;
+  closing: boolean;
+}
+
 /**
  * `envscaler mcp` over Streamable HTTP: each MCP session owns one episode of the shared EnvRuntime
  * (one SDK Server and transport per session). The session's scenario is fixed when it opens
@@ -66,12 +74,13 @@ export class McpHttpServer {
   private readonly guard: RequestGuard;
   private readonly gate: InFlightGate;
   private readonly sessions = new Map<string, Entry>();
+  private readonly forks = new Map<string, PendingFork>();
   private readonly rollouts = new Map<string, string>();
   private readonly closedWhy = new Map<string, string>();
   private opening = 0;
   private stopping = false;
   private reaper: NodeJS.Timeout | undefined;
-  private readonly counters = { opened: 0, reaped: 0, refused: 0 };
+  private readonly counters = { opened: 0, reaped: 0, refused: 0, forked: 0 };
   url = "";
 
   constructor(private readonly options: McpHttpServerOptions) {
@@ -147,6 +156,7 @@ export class McpHttpServer {
     const sid = req.headers["mcp-session-id"];
     if (typeof sid === "string") {
       const entry = this.lookup(sid);
+      if (!("transport" in entry)) throw new McpHttpError("bad_request", `session ${sid} is a fork no client has connected to yet: start it with an initialize request carrying ${FORK_HEADER}: ${sid}`);
       entry.episode.lastUsed = Date.now();
       return entry.transport.handleRequest(req, res, body);
     }
@@ -155,8 +165,10 @@ export class McpHttpServer {
     throw new McpHttpError("bad_request", "no Mcp-Session-Id header: a session starts with an initialize request");
   }
 
-  private lookup(idOrRollout: string): Entry {
-    const entry = this.sessions.get(idOrRollout) ?? this.sessions.get(this.rollouts.get(idOrRollout) ?? "");
+  /** A live session, connected or a pending fork, by id or rollout tag. */
+  private lookup(idOrRollout: string): Entry | PendingFork {
+    const id = this.sessions.has(idOrRollout) || this.forks.has(idOrRollout) ? idOrRollout : (this.rollouts.get(idOrRollout) ?? "");
+    const entry = this.sessions.get(id) ?? this.forks.get(id);
     if (entry) return entry;
     const why = this.closedWhy.get(idOrRollout);
     if (why) throw new McpHttpError("session_closed", `session ${idOrRollout} is closed: ${why}`);
@@ -164,13 +176,13 @@ export class McpHttpServer {
   }
 
   private async openSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-    if (this.sessions.size + this.opening >= this.limits.maxSessions) {
-      throw new McpHttpError("too_many_sessions", `${this.limits.maxSessions} sessions are open (the limit, --max-sessions); close one or retry later`);
-    }
     const header = (name: string) => {
       const v = req.headers[name];
       return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
     };
+    const forkId = header(FORK_HEADER);
+    if (forkId !== undefined) return this.connectFork(req, res, body, forkId, header(ROLLOUT_HEADER));
+    this.checkCapacity();
     const requested = header(SCENARIO_HEADER);
     const scenario = requested !== undefined ? this.options.picker.check(requested) : this.options.picker.implicit;
     const seedText = header(SEED_HEADER);
@@ -187,24 +199,7 @@ export class McpHttpServer {
     try {
       // reset before answering initialize, so the first tools/list already lists the env's tools
       if (scenario !== undefined) await episode.start(scenario, seed);
-      const server = createMcpServer(episode, this.options.picker);
-      const entry: Entry = { id, rollout, opened: Date.now(), episode, server, transport: null as unknown as StreamableHTTPServerTransport, closing: false };
-      entry.transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => id,
-        // one JSON reply per POST: cheaper than an SSE stream per call; notifications use the GET stream
-        enableJsonResponse: true,
-        maxRequestBodySize: this.limits.maxBodyBytes,
-        onsessioninitialized: () => {
-          registered = true;
-          this.sessions.set(id, entry);
-          this.counters.opened++;
-        },
-        onsessionclosed: () => this.closeSession(id, "closed by the client (HTTP DELETE)"),
-      });
-      server.onclose = () => void this.closeSession(id, "the transport closed");
-      await server.connect(entry.transport);
-      await entry.transport.handleRequest(req, res, body);
-      if (!registered) await server.close();
+      registered = await this.connect(req, res, body, id, rollout, episode);
     } finally {
       this.opening--;
       if (!registered) {
@@ -214,19 +209,125 @@ export class McpHttpServer {
     }
   }
 
+  private checkCapacity(): void {
+    if (this.sessions.size + this.forks.size + this.opening >= this.limits.maxSessions) {
+      throw new McpHttpError("too_many_sessions", `${this.limits.maxSessions} sessions are open (the limit, --max-sessions, counting forks not yet connected); close one or retry later`);
+    }
+  }
+
+  /** A client's initialize with X-EnvScaler-Fork: the session takes over the fork's episode, id and rollout tag. */
+  private async connectFork(req: IncomingMessage, res: ServerResponse, body: unknown, forkId: string, rolloutHeader: string | undefined): Promise<void> {
+    if (req.headers[SCENARIO_HEADER] !== undefined || req.headers[SEED_HEADER] !== undefined) {
+      throw new McpHttpError("bad_request", `a fork plays its source's scenario and seed: send ${FORK_HEADER} without ${SCENARIO_HEADER} or ${SEED_HEADER}`);
+    }
+    const found = this.lookup(forkId);
+    if (!("pending" in found) || !found.pending) throw new McpHttpError("bad_request", `session ${found.id} is not a fork waiting for a client (a client is connected to it already)`);
+    const fork = found as PendingFork;
+    if (rolloutHeader !== undefined && rolloutHeader !== fork.rollout) {
+      if (fork.rollout !== null) throw new McpHttpError("bad_request", `this fork's rollout tag is ${fork.rollout}; ${ROLLOUT_HEADER} says ${rolloutHeader}`);
+      if (this.rollouts.has(rolloutHeader) || this.sessions.has(rolloutHeader) || this.forks.has(rolloutHeader)) throw new McpHttpError("rollout_in_use", `rollout ${rolloutHeader} already has a live session`);
+      fork.rollout = rolloutHeader;
+      this.rollouts.set(rolloutHeader, fork.id);
+    }
+    // while the handshake runs the fork is in neither map; `opening` keeps its session slot counted
+    this.forks.delete(fork.id);
+    this.opening++;
+    let registered = false;
+    try {
+      registered = await this.connect(req, res, body, fork.id, fork.rollout, fork.episode);
+    } finally {
+      this.opening--;
+      if (!registered) {
+        // a failed handshake leaves the fork waiting for another try, unless the server is stopping
+        if (this.stopping) await fork.episode.close();
+        else this.forks.set(fork.id, fork);
+      }
+    }
+  }
+
+  /** Answers `initialize` on a new SDK server and transport for the session; true once the session is registered. */
+  private async connect(req: IncomingMessage, res: ServerResponse, body: unknown, id: string, rollout: string | null, episode: McpEpisode): Promise<boolean> {
+    let registered = false;
+    const server = createMcpServer(episode, this.options.picker);
+    const entry: Entry = { id, rollout, opened: Date.now(), episode, server, transport: null as unknown as StreamableHTTPServerTransport, closing: false };
+    entry.transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+      // one JSON reply per POST: cheaper than an SSE stream per call; notifications use the GET stream
+      enableJsonResponse: true,
+      maxRequestBodySize: this.limits.maxBodyBytes,
+      onsessioninitialized: () => {
+        registered = true;
+        this.sessions.set(id, entry);
+        this.counters.opened++;
+      },
+      onsessionclosed: () => this.closeSession(id, "closed by the client (HTTP DELETE)"),
+    });
+    server.onclose = () => void this.closeSession(id, "the transport closed");
+    await server.connect(entry.transport);
+    await entry.transport.handleRequest(req, res, body);
+    if (!registered) await server.close();
+    return registered;
+  }
+
+  /**
+   * The control routes' fork: a new session whose episode continues from a live session's episode
+   * (after its queued calls) or from a snapshot. It waits, holding a session slot, until a client
+   * connects with X-EnvScaler-Fork (or the idle reaper closes it).
+   */
+  private async fork(source: ForkSource, rollout: string | null): Promise<Record<string, unknown>> {
+    if (this.stopping) throw new McpHttpError("shutting_down", "the server is shutting down");
+    this.checkCapacity();
+    if (rollout !== null && (this.rollouts.has(rollout) || this.sessions.has(rollout) || this.forks.has(rollout))) throw new McpHttpError("rollout_in_use", `rollout ${rollout} already has a live session`);
+    const rt = this.options.runtime;
+    let started: EpisodeStarted;
+    let from: Record<string, unknown>;
+    if ("session" in source) {
+      if (!source.session.episode.started) throw new McpHttpError("no_episode", `session ${source.session.id} has not started its episode: nothing to fork`);
+      started = source.session.episode.started;
+      from = { session_id: source.session.id, rollout: source.session.rollout };
+    } else {
+      const snap = rt.snapshotInfo(source.snapshot_id);
+      // the snapshot's episode is a session's here (the runtime drops it with its episode)
+      const owner = snap && [...this.sessions.values(), ...this.forks.values()].find((e) => e.episode.episodeId === snap.episode_id);
+      if (!snap || !owner?.episode.started) throw new McpHttpError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or the session it was taken in closed)`);
+      started = owner.episode.started;
+      from = { snapshot_id: source.snapshot_id };
+    }
+    const id = randomUUID();
+    if (rollout !== null) this.rollouts.set(rollout, id);
+    this.opening++;
+    try {
+      const r = "session" in source ? await source.session.episode.fork(`mcp-${id}`) : await rt.fork({ snapshot_id: source.snapshot_id }, `mcp-${id}`);
+      const episode = McpEpisode.forked(id, rt, this.gate, this.limits.maxQueuedPerSession, started, r);
+      if (this.stopping) {
+        await episode.close();
+        throw new McpHttpError("shutting_down", "the server is shutting down");
+      }
+      this.forks.set(id, { id, rollout, opened: Date.now(), episode, pending: true, closing: false });
+      this.counters.forked++;
+      return { session_id: id, rollout, scenario_id: r.scenario_id, seed: r.seed, step: r.step, state_hash: r.state_hash, forked_from: { ...from, step: r.forked_from.step }, connect_header: "X-EnvScaler-Fork" };
+    } catch (e) {
+      if (rollout !== null && this.rollouts.get(rollout) === id) this.rollouts.delete(rollout);
+      throw e;
+    } finally {
+      this.opening--;
+    }
+  }
+
   /** Ends the session's episode (freeing its sandbox) and its transport; idempotent. */
   async closeSession(id: string, why: string): Promise<void> {
-    const entry = this.sessions.get(id);
+    const entry = this.sessions.get(id) ?? this.forks.get(id);
     if (!entry || entry.closing) return;
     entry.closing = true;
     this.sessions.delete(id);
+    this.forks.delete(id);
     this.remember(id, why);
     if (entry.rollout !== null) {
       this.rollouts.delete(entry.rollout);
       this.remember(entry.rollout, why);
     }
     await entry.episode.close();
-    await entry.server.close().catch(() => undefined);
+    if ("server" in entry) await entry.server.close().catch(() => undefined);
   }
 
   private remember(key: string, why: string): void {
@@ -236,20 +337,26 @@ export class McpHttpServer {
 
   private async reap(): Promise<void> {
     const cutoff = Date.now() - this.limits.idleTimeoutS * 1000;
-    for (const entry of [...this.sessions.values()]) {
+    for (const entry of [...this.sessions.values(), ...this.forks.values()]) {
       if (entry.episode.lastUsed >= cutoff || entry.episode.busy) continue;
       this.counters.reaped++;
       this.options.logger.info({ session: entry.id, rollout: entry.rollout }, "closing idle session");
-      await this.closeSession(entry.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s without a request`);
+      const never = entry.pending ? " (a fork no client connected to)" : "";
+      await this.closeSession(entry.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s without a request${never}`);
     }
   }
 
   private readonly control: ControlContext = {
     find: (idOrRollout) => this.lookup(idOrRollout),
-    list: () => [...this.sessions.values()],
+    list: () => [...this.sessions.values(), ...this.forks.values()],
     close: (id, why) => this.closeSession(id, why),
+    fork: (source, rollout) => this.fork(source, rollout),
+    snapshotInfo: (id) => this.options.runtime.snapshotInfo(id),
+    dropSnapshot: (id) => this.options.runtime.dropSnapshot(id),
     stats: () => ({
       sessions: this.sessions.size,
+      forks_waiting: this.forks.size,
+      forked: this.counters.forked,
       opening: this.opening,
       in_flight: this.gate.inFlight,
       opened: this.counters.opened,
@@ -265,7 +372,7 @@ export class McpHttpServer {
     if (this.stopping) return;
     this.stopping = true;
     clearInterval(this.reaper);
-    await Promise.all([...this.sessions.keys()].map((id) => this.closeSession(id, "closed: the server shut down")));
+    await Promise.all([...this.sessions.keys(), ...this.forks.keys()].map((id) => this.closeSession(id, "closed: the server shut down")));
     await new Promise<void>((resolve) => {
       this.http.close(() => resolve());
       this.http.closeAllConnections();

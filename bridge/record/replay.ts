@@ -72,8 +72,15 @@ export async function replayEpisode(registry: EnvRegistry, rec: RecordedEpisode,
     const first = await episode.reset();
     if (first.info.env_hash !== s.env_hash) base.changed.push(`env ${bundle.id} (hash ${s.env_hash.slice(0, 12)} → ${first.info.env_hash.slice(0, 12)})`);
     if (first.info.scenario_hash !== s.scenario_hash) base.changed.push(`scenario ${scenario.id}`);
-    const d0 = compare(0, s, { observation: first.observation, state_hash: first.info.state_hash });
+    // a fork's recording starts where it was forked: its prefix (every action since the reset) runs first, unrecorded
+    const prefix = s.prefix_actions ?? [];
+    const d0 = compare(0, { observation: s.observation, state_hash: prefix.length ? first.info.state_hash : s.state_hash }, { observation: first.observation, state_hash: first.info.state_hash });
     if (d0) return { ...base, ok: false, divergence: d0 };
+    if (prefix.length) {
+      let hash = first.info.state_hash;
+      for (const action of prefix) hash = (await episode.step(action)).info.state_hash;
+      if (hash !== s.state_hash) return { ...base, ok: false, divergence: { step: prefix.length, what: `state at the fork point (after ${prefix.length} prefix actions)`, expected: s.state_hash, actual: hash } };
+    }
     let steps = 0;
     for (const r of rec.steps) {
       const got: StepResult = await episode.step(r.action);

@@ -54,6 +54,8 @@ function endReason(e: RecordedEpisode): string | undefined {
 
 /** Why an episode fails the filter, or null when it passes. */
 export function filterProblem(e: RecordedEpisode, f: SftFilter): string | null {
+  // its turns before the fork point were recorded (with their observations) only in its source
+  if (e.start.prefix_actions?.length) return `a fork: its first ${e.start.prefix_actions.length} turns are not in its own recording`;
   const reward = episodeReward(e);
   if ((f.onlyFinished ?? true) && reward === null) return "did not end";
   if (f.minReward !== undefined && (reward ?? 0) < f.minReward) return `reward ${reward} < ${f.minReward}`;

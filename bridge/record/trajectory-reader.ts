@@ -20,6 +20,9 @@ export interface EpisodeStartRecord {
   tools: unknown[];
   user_replies: string[];
   time: string;
+  /** A fork's start: where it came from, and every action before it (from the reset; replay re-executes them first). */
+  forked_from?: { episode_id?: string; snapshot_id?: string; step: number };
+  prefix_actions?: unknown[];
 }
 
 export interface StepRecord {
@@ -110,6 +113,7 @@ const RECORDS = {
   episode_start: z.looseObject({
     episode_id: z.string(), env_id: z.string(), scenario_id: z.string(), seed: z.number().int(), env_hash: z.string(), scenario_hash: z.string(),
     state_hash: z.string(), observation, introduction: z.string(), rules: z.array(z.string()), tools: z.array(z.unknown()), user_replies: z.array(z.string()),
+    prefix_actions: z.array(z.unknown()).optional(),
   }),
   step: z.looseObject({ episode_id: z.string(), ...stepFields, user_replies: z.array(z.string()) }),
   episode_end: z.looseObject({ episode_id: z.string(), how: z.enum(["terminal", "finish", "closed"]), result: z.looseObject(stepFields).optional() }),
@@ -160,6 +164,9 @@ export function readTrajectories(path: string): TrajectoryFile {
   const format = formatOf(path, lines.find((l) => l !== ""));
   const skipped: TrajectoryFile["skipped"] = [];
   const byId = new Map<string, RecordedEpisode>();
+  // in the order they started; an episode id started again (a restore: the episode continues from a
+  // snapshot under its id) is a new run, and later records belong to it
+  const episodes: RecordedEpisode[] = [];
   let sawHeader = false;
   lines.forEach((line, i) => {
     if (line === "") return;
@@ -180,7 +187,11 @@ export function readTrajectories(path: string): TrajectoryFile {
       return void skipped.push({ line: i + 1, reason: `malformed ${t} record: ${issue.path.join(".") || "(record)"}: ${issue.message}` });
     }
     const r = p.record as unknown as TrajectoryRecord;
-    if (r.t === "episode_start") byId.set(r.episode_id, { start: r, steps: [], complete: false, userReplies: [...r.user_replies] });
+    if (r.t === "episode_start") {
+      const ep: RecordedEpisode = { start: r, steps: [], complete: false, userReplies: [...r.user_replies] };
+      byId.set(r.episode_id, ep);
+      episodes.push(ep);
+    }
     else {
       const ep = byId.get(r.episode_id);
       if (!ep) return void skipped.push({ line: i + 1, reason: `record for episode ${r.episode_id} before its start` });
@@ -190,9 +201,9 @@ export function readTrajectories(path: string): TrajectoryFile {
       } else ep.end = r;
     }
   });
-  for (const ep of byId.values()) {
+  for (const ep of episodes) {
     const last = ep.steps.at(-1);
     ep.complete = ep.end !== undefined || Boolean(last && (last.terminated || last.truncated));
   }
-  return { format, episodes: [...byId.values()], skipped };
+  return { format, episodes, skipped };
 }

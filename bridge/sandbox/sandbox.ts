@@ -76,6 +76,12 @@ function poolFor(maxBytes: number): InstancePool {
   return p;
 }
 
+let instantiated = 0;
+function instantiate(maxBytes: number): Promise<BlankInstance> {
+  instantiated++;
+  return newBlankInstance(maxBytes);
+}
+
 function refill(maxBytes: number): void {
   const pool = poolFor(maxBytes);
   if (pool.refilling || pool.fresh.length >= FRESH_PER_CAP) return;
@@ -83,7 +89,7 @@ function refill(maxBytes: number): void {
   setImmediate(() => {
     void (async () => {
       try {
-        while (pool.fresh.length < FRESH_PER_CAP) pool.fresh.push(await newBlankInstance(maxBytes));
+        while (pool.fresh.length < FRESH_PER_CAP) pool.fresh.push(await instantiate(maxBytes));
       } catch {
         /* the next take() makes its own instance and reports the problem there */
       } finally {
@@ -96,7 +102,7 @@ function refill(maxBytes: number): void {
 /** An instance to restore an image into: recycled first (no instantiation at all), else fresh. */
 async function takeInstance(maxBytes: number, fresh: boolean): Promise<BlankInstance> {
   const pool = poolFor(maxBytes);
-  const inst = (fresh ? undefined : pool.recycled.pop()) ?? pool.fresh.pop() ?? (await newBlankInstance(maxBytes));
+  const inst = (fresh ? undefined : pool.recycled.pop()) ?? pool.fresh.pop() ?? (await instantiate(maxBytes));
   refill(maxBytes);
   return inst;
 }
@@ -153,14 +159,14 @@ function makeRoom(cap: number): void {
 }
 
 /** Instances held for reuse in this thread (for stats and tests). */
-export function pooledInstances(): { fresh: number; recycled: number; live: number } {
+export function pooledInstances(): { fresh: number; recycled: number; live: number; instantiated: number } {
   let fresh = 0;
   let recycled = 0;
   for (const p of pools.values()) {
     fresh += p.fresh.length;
     recycled += p.recycled.length;
   }
-  return { fresh, recycled, live: live.size };
+  return { fresh, recycled, live: live.size, instantiated };
 }
 
 /** Thrown for env source that does not even evaluate (syntax errors, top-level throws). */

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../protocol/codec.js";
 import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error-codes.js";
 import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody } from "../../protocol/messages.js";
+import { compactStep } from "../../protocol/step-wire.js";
 import { EnvRuntime, RuntimeError, type ForkResult } from "../engine/env-runtime.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
@@ -206,7 +207,7 @@ export class BridgeServer {
           server_version: SERVER_VERSION,
           replica: this.replica,
           instance: this.instance,
-          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions, max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions },
+          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions, max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions, ...this.runtime.limits() },
           ops: [...OPS],
         };
       case "list_envs":
@@ -232,14 +233,14 @@ export class BridgeServer {
       case "reset":
         return this.reset(req.scenario_id, req.seed, req.session_id, client);
       case "step":
-        return this.onSession(req.session_id, (s) => this.runtime.step(needEpisode(s), req.action) as unknown as Promise<Result>);
+        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.step(needEpisode(s), req.action)) as unknown as Result);
       case "step_batch": {
         // any size up to the replica's session limit works; the schema's own bound is far above it
         if (req.steps.length > this.limits.maxSessions) throw new ProtocolError("too_large", `a step_batch holds at most max_sessions (${this.limits.maxSessions}) entries; got ${req.steps.length}`);
         const results = await Promise.all(
           req.steps.map((st) =>
             this.onSession(st.session_id, (s) => this.runtime.step(needEpisode(s), st.action)).then(
-              (result) => ({ ok: true, result }),
+              (result) => ({ ok: true, result: compactStep(result) }),
               (e: unknown) => ({ ok: false, error: errorBody(e) }),
             ),
           ),
@@ -247,7 +248,7 @@ export class BridgeServer {
         return { results };
       }
       case "finish":
-        return this.onSession(req.session_id, (s) => this.runtime.finish(needEpisode(s)) as unknown as Promise<Result>);
+        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.finish(needEpisode(s))) as unknown as Result);
       case "state":
         return this.onSession(req.session_id, async (s) => {
           const ep = needEpisode(s);
@@ -290,6 +291,9 @@ export class BridgeServer {
           replica: this.replica,
           instance: this.instance,
           uptime_s: Math.round((Date.now() - this.started) / 1000),
+          // the serve's supervisor restarted this slot once per instance before this one: the
+          // count comes from the replica itself, so a watcher that never saw an earlier instance still learns of it
+          restarts: this.options.previousInstances?.length ?? 0,
           sessions: this.sessions.size,
           requests: this.counters.requests,
           errors: this.counters.errors,

@@ -23,7 +23,7 @@ export interface ReplicaConfig {
   episodeLimits: EpisodeLimits;
 }
 
-export type EpisodeLimits = Pick<RuntimeOptions, "maxSnapshotsPerEpisode" | "maxSnapshotBytes" | "maxActionBytes" | "maxEpisodeInputBytes">;
+export type EpisodeLimits = Pick<RuntimeOptions, "maxSnapshotsPerEpisode" | "maxSnapshotBytes" | "maxActionBytes" | "maxEpisodeInputBytes" | "quarantineAfter">;
 
 /** Replica → supervisor. */
 export type ReplicaMessage = { ready: true; endpoint: string; instance: string } | { failed: string };

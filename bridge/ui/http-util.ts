@@ -21,6 +21,7 @@ const STATUS: Record<string, number> = {
   unknown_scenario: 404,
   unknown_episode: 404,
   unknown_env: 404,
+  unknown_snapshot: 404,
   not_found: 404,
   episode_done: 409,
   too_many_episodes: 429,

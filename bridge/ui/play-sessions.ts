@@ -1,4 +1,4 @@
-import { EnvRuntime, RuntimeError, type ResetResult } from "../engine/env-runtime.js";
+import { EnvRuntime, RuntimeError, type ForkResult, type ResetResult } from "../engine/env-runtime.js";
 import type { RewardInfo, StepResult } from "../episode/episode.js";
 import { ApiError, statusFor } from "./http-util.js";
 
@@ -7,7 +7,7 @@ export interface PlayOptions {
   idleMs?: number;
   /** Live episodes across all pages; one more is refused with `too_many_episodes`. @default 32 */
   maxEpisodes?: number;
-  /** A simulated user is configured: conversation episodes talk to it (and cannot be scored live, see score()). */
+  /** A simulated user is configured: conversation episodes talk to it. */
   userAttached: boolean;
 }
 
@@ -23,12 +23,25 @@ interface Live {
   mode: "task" | "conversation";
   lastUsed: number;
   ended: boolean;
+  /** Steps taken (after an undo: the step it went back to). */
+  step: number;
+  /** Snapshots taken before each step (and before a finish), oldest first: where undo can go back to. */
+  history: { step: number; snapshot_id: string }[];
+  /** An agent run playing this episode: steps from anyone else are refused until it ends. */
+  agent: string | null;
+}
+
+/** Where this episode can go back to (undo) or branch from: the steps whose snapshots it holds. */
+export interface UndoInfo {
+  steps: number[];
+  /** The last snapshot could not be taken (the runtime's snapshot limits): the step happened, but cannot be undone. */
+  snapshot_error?: { code: string; message: string };
 }
 
 export interface Score {
   reward: number;
   reward_info: RewardInfo | undefined;
-  /** How the score was made: `copy` (a throwaway episode replaying this one's inputs, then finished), `final` (the episode ended). */
+  /** How the score was made: `copy` (a throwaway fork of the episode as it is now, finished), `final` (the episode ended). */
   how: "copy" | "final";
 }
 
@@ -47,11 +60,16 @@ function asApiError(e: unknown): unknown {
 }
 
 /**
- * The episodes played by hand from the UI's pages, on the UI's one EnvRuntime. Each belongs to the
- * page session that started it and is closed when that page goes away or when it idles.
+ * The episodes played from the UI's pages (by hand or by an agent run), on the UI's one EnvRuntime.
+ * Each belongs to the page session that started it and is closed when that page goes away or when
+ * it idles. Before every step the episode is snapshotted, so any earlier step can be gone back to
+ * (undo) or branched from (a fork: a new episode of the same page); the runtime bounds snapshots
+ * per episode and in total, and a step over a bound still runs, saying it cannot be undone.
  */
 export class PlaySessions {
   private readonly live = new Map<string, Live>();
+  /** Each episode's requests one at a time: a step, an undo and a branch each take several runtime calls that must not interleave. */
+  private readonly tails = new Map<string, Promise<unknown>>();
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -69,9 +87,17 @@ export class PlaySessions {
     return l;
   }
 
-  /** Live scoring replays the episode's inputs in a copy; a conversation with a simulated user would ask the user model again, so it waits for the end. */
-  liveScoring(mode: string): boolean {
-    return !(mode === "conversation" && this.options.userAttached);
+  /** Runs `fn` after the episode's earlier requests; runtime errors become API errors. */
+  private serial<T>(id: string, fn: (l: Live) => Promise<T>): Promise<T> {
+    const run = (this.tails.get(id) ?? Promise.resolve()).then(() => fn(this.touch(id))).catch((e) => Promise.reject(asApiError(e)));
+    const tail = run.catch(() => undefined);
+    this.tails.set(id, tail);
+    void tail.then(() => this.tails.get(id) === tail && this.tails.delete(id));
+    return run;
+  }
+
+  private checkAgent(l: Live, agent: string | undefined): void {
+    if (l.agent && l.agent !== agent) throw new ApiError(409, "episode_busy", "a model is playing this episode: stop it first");
   }
 
   private async stateFor(id: string): Promise<unknown> {
@@ -79,46 +105,95 @@ export class PlaySessions {
     return text.length <= INLINE_STATE_BYTES ? JSON.parse(text) : undefined;
   }
 
-  async start(page: string, scenarioId: string, seed: number | undefined): Promise<ResetResult & { state: unknown; live_scoring: boolean; score: Score | ScoreError | null }> {
-    if (this.live.size >= (this.options.maxEpisodes ?? 32)) throw new ApiError(429, "too_many_episodes", `${this.live.size} episodes are open (the limit is ${this.options.maxEpisodes ?? 32}); close one first`);
-    const found = this.rt.registry.scenario(scenarioId);
-    if (!found) throw new ApiError(404, "unknown_scenario", `no scenario ${scenarioId}`);
+  private undoInfo(l: Live, snapshotError?: { code: string; message: string }): UndoInfo {
+    return { steps: l.history.map((h) => h.step), ...(snapshotError ? { snapshot_error: snapshotError } : {}) };
+  }
+
+  private admit(): void {
+    const max = this.options.maxEpisodes ?? 32;
+    if (this.live.size >= max) throw new ApiError(429, "too_many_episodes", `${this.live.size} episodes are open (the limit is ${max}); close one first`);
+  }
+
+  /** Throws what start() would refuse before running anything: an unknown scenario, too many episodes. */
+  checkStart(scenarioId: string): void {
+    this.admit();
+    if (!this.rt.registry.scenario(scenarioId)) throw new ApiError(404, "unknown_scenario", `no scenario ${scenarioId}`);
+  }
+
+  async start(page: string, scenarioId: string, seed: number | undefined): Promise<ResetResult & { state: unknown; live_scoring: boolean; score: Score | ScoreError | null; undo: UndoInfo }> {
+    this.checkStart(scenarioId);
+    const found = this.rt.registry.scenario(scenarioId)!;
     let r: ResetResult;
     try {
       r = await this.rt.reset(scenarioId, seed);
     } catch (e) {
       throw asApiError(e);
     }
-    this.live.set(r.episode_id, { page, scenarioId, mode: found.scenario.mode, lastUsed: Date.now(), ended: false });
+    const l: Live = { page, scenarioId, mode: found.scenario.mode, lastUsed: Date.now(), ended: false, step: 0, history: [], agent: null };
+    this.live.set(r.episode_id, l);
     // the full state goes once, whatever its size: the page applies each step's diff to it
     const state = JSON.parse(await this.rt.state(r.episode_id).catch((e) => Promise.reject(asApiError(e))));
-    const live = this.liveScoring(found.scenario.mode);
-    return { ...r, state, live_scoring: live, score: live ? await this.score(r.episode_id).catch(scoreError) : null };
+    // a conversation the simulated user stopped in its opening message has nothing to score yet but its end
+    return { ...r, state, live_scoring: true, score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(l) };
   }
 
-  async step(id: string, action: unknown): Promise<{ result: StepResult; state?: unknown; score: Score | ScoreError | null }> {
-    const l = this.touch(id);
+  /** Snapshots the episode before a step or finish; a refused snapshot (over a limit) is reported, not thrown. */
+  private async before(id: string, l: Live): Promise<{ taken: string | null; error?: { code: string; message: string } }> {
     try {
-      const result = await this.rt.step(id, action);
+      const s = await this.rt.snapshot(id);
+      l.history.push({ step: l.step, snapshot_id: s.snapshot_id });
+      return { taken: s.snapshot_id };
+    } catch (e) {
+      if (e instanceof RuntimeError && e.code === "too_large") return { taken: null, error: { code: e.code, message: `this step cannot be undone: ${e.message}` } };
+      throw e;
+    }
+  }
+
+  /** The step did not happen (the runtime refused it): its snapshot goes too. */
+  private async unBefore(l: Live, taken: string | null): Promise<void> {
+    if (!taken) return;
+    l.history = l.history.filter((h) => h.snapshot_id !== taken);
+    await this.rt.dropSnapshot(taken).catch(() => undefined);
+  }
+
+  /** `agent`: the id of the agent run stepping (anyone else is refused while one plays). */
+  step(id: string, action: unknown, agent?: string): Promise<{ result: StepResult; state?: unknown; score: Score | ScoreError | null; undo: UndoInfo }> {
+    return this.serial(id, async (l) => {
+      this.checkAgent(l, agent);
+      if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended: undo, branch, or start a new one`);
+      const snap = await this.before(id, l);
+      let result: StepResult;
+      try {
+        result = await this.rt.step(id, action);
+      } catch (e) {
+        await this.unBefore(l, snap.taken);
+        throw e;
+      }
+      l.step = result.info.step;
       if (result.terminated || result.truncated) l.ended = true;
       const state = await this.stateFor(id).catch(() => undefined);
       // a scoring copy that fails says so next to the step; the step itself happened
-      const score = l.ended ? final(result) : this.liveScoring(l.mode) ? await this.score(id).catch(scoreError) : null;
-      return { result, state, score };
-    } catch (e) {
-      throw asApiError(e);
-    }
+      const score = l.ended ? final(result) : await this.scoreNow(id).catch(scoreError);
+      return { result, state, score, undo: this.undoInfo(l, snap.error) };
+    });
   }
 
-  async finish(id: string): Promise<{ result: StepResult; state?: unknown; score: Score }> {
-    const l = this.touch(id);
-    try {
-      const result = await this.rt.finish(id);
+  finish(id: string, agent?: string): Promise<{ result: StepResult; state?: unknown; score: Score; undo: UndoInfo }> {
+    return this.serial(id, async (l) => {
+      this.checkAgent(l, agent);
+      if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended`);
+      // finishing can be undone too: back to the open episode as it was
+      const snap = await this.before(id, l);
+      let result: StepResult;
+      try {
+        result = await this.rt.finish(id);
+      } catch (e) {
+        await this.unBefore(l, snap.taken);
+        throw e;
+      }
       l.ended = true;
-      return { result, state: await this.stateFor(id).catch(() => undefined), score: final(result) };
-    } catch (e) {
-      throw asApiError(e);
-    }
+      return { result, state: await this.stateFor(id).catch(() => undefined), score: final(result), undo: this.undoInfo(l, snap.error) };
+    });
   }
 
   async state(id: string): Promise<unknown> {
@@ -130,23 +205,24 @@ export class PlaySessions {
     }
   }
 
+  /** Scores the episode as if it ended now, without ending it (see scoreNow). */
+  score(id: string): Promise<Score> {
+    return this.serial(id, async (l) => {
+      if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended: its reward is final`);
+      return this.scoreNow(id);
+    });
+  }
+
   /**
-   * Scores the episode as if it ended now, without ending it: a throwaway episode of the same
-   * scenario and seed replays this one's recorded actions on the same runtime (so a misbehaving
-   * env is still under the engine's watchdog), is finished, and closed. Exact, because episodes
-   * are deterministic given their inputs; it costs a reset and the steps so far.
+   * A fork of the episode as it is now, finished and closed: the checks as they would score if the
+   * episode ended here. The played episode is not touched, and the cost does not grow with the
+   * episode's length (a fork copies the sandbox's memory; nothing is replayed). No simulated user is
+   * asked anything: finishing only runs the checks.
    */
-  async score(id: string): Promise<Score> {
-    const l = this.touch(id);
-    if (!this.liveScoring(l.mode)) throw new ApiError(409, "bad_request", "conversation episodes with a simulated user are scored when they end (a scoring copy would ask the user model again)");
-    const inputs = this.rt.inputs(id);
-    let copy: ResetResult | undefined;
+  private async scoreNow(id: string): Promise<Score> {
+    let copy: ForkResult | undefined;
     try {
-      copy = await this.rt.reset(inputs.scenario_id, inputs.seed);
-      for (const a of inputs.actions) {
-        const r = await this.rt.step(copy.episode_id, a);
-        if (r.terminated || r.truncated) return { ...final(r), how: "copy" };
-      }
+      copy = await this.rt.fork({ episode_id: id });
       const end = await this.rt.finish(copy.episode_id);
       return { reward: end.reward, reward_info: end.info.reward_info, how: "copy" };
     } catch (e) {
@@ -156,6 +232,75 @@ export class PlaySessions {
     }
   }
 
+  /**
+   * Goes back to the point after `toStep` steps (default: before the last step or finish), restoring
+   * the snapshot taken there. Snapshots of later points are dropped: going forward again is playing again.
+   */
+  undo(id: string, toStep?: number): Promise<{ step: number; state_hash: string; state: unknown; score: Score | ScoreError; undo: UndoInfo }> {
+    return this.serial(id, async (l) => {
+      this.checkAgent(l, undefined);
+      const at = toStep === undefined ? l.history.length - 1 : l.history.findIndex((h) => h.step === toStep);
+      if (at < 0) {
+        throw new ApiError(409, "nothing_to_undo", toStep === undefined ? "there is no earlier step to go back to" : `no snapshot of step ${toStep} is held (the ones held: ${l.history.map((h) => h.step).join(", ") || "none"})`);
+      }
+      const target = l.history[at]!;
+      let r: ForkResult;
+      try {
+        r = await this.rt.restoreSnapshot(id, target.snapshot_id);
+      } catch (e) {
+        // a snapshot lost with a stopped engine worker is refused before anything changes: it goes from the list
+        if (e instanceof RuntimeError && e.code === "unknown_snapshot") l.history.splice(at, 1);
+        if (!this.runtimeHas(id)) this.live.delete(id);
+        throw e;
+      }
+      const dropped = l.history.splice(at);
+      for (const h of dropped) await this.rt.dropSnapshot(h.snapshot_id).catch(() => undefined);
+      l.step = r.step;
+      l.ended = false;
+      return { step: r.step, state_hash: r.state_hash, state: JSON.parse(await this.rt.state(id)), score: await this.scoreNow(id).catch(scoreError), undo: this.undoInfo(l) };
+    });
+  }
+
+  /**
+   * A new episode of the same page continuing from this one: from where it is now (`atStep`
+   * omitted, or the current step of an episode still open), or from the snapshot of an earlier
+   * step. The branch keeps no undo history of its own before the branch point.
+   */
+  branch(id: string, atStep?: number): Promise<ForkResult & { state: unknown; score: Score | ScoreError; undo: UndoInfo; parent: string }> {
+    return this.serial(id, async (l) => {
+      this.checkAgent(l, undefined);
+      this.admit();
+      let r: ForkResult;
+      if (atStep === undefined || (atStep === l.step && !l.ended)) {
+        if (l.ended) throw new ApiError(409, "episode_done", "an ended episode can only be branched from one of its earlier steps");
+        r = await this.rt.fork({ episode_id: id });
+      } else {
+        const h = l.history.find((x) => x.step === atStep);
+        if (!h) throw new ApiError(409, "nothing_to_undo", `no snapshot of step ${atStep} is held (the ones held: ${l.history.map((x) => x.step).join(", ") || "none"})`);
+        r = await this.rt.fork({ snapshot_id: h.snapshot_id });
+      }
+      const child: Live = { page: l.page, scenarioId: l.scenarioId, mode: l.mode, lastUsed: Date.now(), ended: false, step: r.step, history: [], agent: null };
+      this.live.set(r.episode_id, child);
+      return { ...r, state: JSON.parse(await this.rt.state(r.episode_id)), score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(child), parent: id };
+    });
+  }
+
+  private runtimeHas(id: string): boolean {
+    try {
+      this.rt.stateHash(id);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Marks the episode as played by an agent run (null: by hand again). */
+  claim(id: string, agent: string | null): void {
+    const l = this.touch(id);
+    if (agent !== null) this.checkAgent(l, agent);
+    l.agent = agent;
+  }
+
   async close(id: string): Promise<void> {
     if (!this.live.delete(id)) return;
     // the runtime drops a close that reaches a worker while the watchdog is replacing it (the reply
@@ -163,6 +308,11 @@ export class PlaySessions {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.rt.closeEpisode(id).catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
     clearTimeout(timer);
+  }
+
+  /** The episode's page, or undefined when it is not open. */
+  pageOf(id: string): string | undefined {
+    return this.live.get(id)?.page;
   }
 
   /** Closes every episode a page started (the page was closed or reloaded). */
@@ -175,7 +325,7 @@ export class PlaySessions {
   private async sweep(): Promise<void> {
     const limit = this.options.idleMs ?? 1_800_000;
     const now = Date.now();
-    for (const [id, l] of [...this.live]) if (now - l.lastUsed > limit) await this.close(id);
+    for (const [id, l] of [...this.live]) if (!l.agent && now - l.lastUsed > limit) await this.close(id);
   }
 
   count(): number {

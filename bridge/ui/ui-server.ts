@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { EnvRuntime } from "../engine/env-runtime.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
+import { AgentRuns, agentRequest } from "./agent-runs.js";
 import { EnvCatalog } from "./env-catalog.js";
 import { ApiError, readJsonBody, sendError, sendJson, str } from "./http-util.js";
 import { PlaySessions } from "./play-sessions.js";
@@ -25,6 +26,12 @@ export interface UiOptions {
   maxEpisodes?: number;
   /** How long past a guest call's deadline before the watchdog stops it (engine and replay workers). @unit ms @default 1000 */
   hardStopGraceMs?: number;
+  /** Snapshots (undo points) one episode may hold; a step beyond it runs but cannot be undone. @default 32 */
+  maxSnapshots?: number;
+  /** Memory all episodes' snapshots may hold together. @unit MiB @default 512 */
+  maxSnapshotMb?: number;
+  /** What the page's agent form starts with (an OpenAI-compatible endpoint and model); the page may change both. */
+  agent?: { baseURL?: string; model?: string };
 }
 
 const ASSETS = new URL("./assets/", import.meta.url);
@@ -47,6 +54,7 @@ export class UiServer {
   private readonly routes = new Map<string, Handler>();
   readonly catalog: EnvCatalog;
   readonly play: PlaySessions;
+  readonly agents: AgentRuns;
   readonly trajectories: TrajectoryLibrary;
 
   private constructor(
@@ -57,12 +65,16 @@ export class UiServer {
     this.token = this.loopback ? null : newToken();
     this.catalog = new EnvCatalog(runtime.registry);
     this.play = new PlaySessions(runtime, { idleMs: options.idleMs, maxEpisodes: options.maxEpisodes, userAttached: !!options.user });
+    this.agents = new AgentRuns(this.play);
     this.trajectories = new TrajectoryLibrary(options.trajectories, options.envs, options.hardStopGraceMs);
     this.defineRoutes();
   }
 
   static async start(options: UiOptions): Promise<UiServer> {
-    const rt = await EnvRuntime.start({ envs: options.envs, workers: 1, user: options.user ?? null, hardStopGraceMs: options.hardStopGraceMs });
+    const rt = await EnvRuntime.start({
+      envs: options.envs, workers: 1, user: options.user ?? null, hardStopGraceMs: options.hardStopGraceMs,
+      maxSnapshotsPerEpisode: options.maxSnapshots ?? 32, maxSnapshotBytes: (options.maxSnapshotMb ?? 512) * 2 ** 20,
+    });
     const ui = new UiServer(rt, options);
     try {
       await ui.listen();
@@ -150,7 +162,8 @@ export class UiServer {
       trajectories: this.trajectories.root,
       user_attached: !!this.options.user,
       open_episodes: this.play.count(),
-      coming: ["agent: a model playing the scenario (envscaler rollout)", "undo and branch (runtime snapshots)"],
+      agent: { base_url: this.options.agent?.baseURL ?? "", model: this.options.agent?.model ?? "", running: this.agents.running() },
+      snapshots: { per_episode: this.options.maxSnapshots ?? 32, mb: this.options.maxSnapshotMb ?? 512 },
     }));
     r("GET /api/envs", async (_req, url) => ({ envs: this.catalog.list(url.searchParams.get("q") ?? "") }));
     r("GET /api/env", async (_req, url) => this.catalog.get(url.searchParams.get("id") ?? ""));
@@ -172,7 +185,26 @@ export class UiServer {
       await this.play.close(str(await body(req), "episode_id"));
       return { ok: true };
     });
-    r("POST /api/play/close-page", async (req) => ({ closed: await this.play.closePage(str(await body(req), "page")) }));
+    r("POST /api/play/close-page", async (req) => {
+      const page = str(await body(req), "page");
+      await this.agents.closePage(page);
+      return { closed: await this.play.closePage(page) };
+    });
+    r("POST /api/play/undo", async (req) => {
+      const b = await body(req);
+      return this.play.undo(str(b, "episode_id"), step(b.to_step, "to_step"));
+    });
+    r("POST /api/play/branch", async (req) => {
+      const b = await body(req);
+      return this.play.branch(str(b, "episode_id"), step(b.at_step, "at_step"));
+    });
+
+    r("POST /api/agent/start", async (req) => this.agents.start(agentRequest(await body(req))));
+    r("POST /api/agent/stop", async (req) => this.agents.stop(str(await body(req), "run_id")));
+    r("GET /api/agent/events", async (req, url, res) => {
+      const last = req.headers["last-event-id"];
+      this.agents.stream(url.searchParams.get("run_id") ?? "", (Array.isArray(last) ? last[0] : last) ?? url.searchParams.get("after") ?? undefined, res);
+    });
     r("GET /api/play/state", async (_req, url) => ({ state: await this.play.state(url.searchParams.get("episode_id") ?? "") }));
 
     r("GET /api/trajectories", async (_req, url) => {
@@ -209,9 +241,17 @@ export class UiServer {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+    await this.agents.dispose();
     await this.play.dispose();
     await this.runtime.close();
   }
+}
+
+/** An optional step number from a request body. */
+function step(v: unknown, name: string): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0) throw new ApiError(400, "bad_request", `${name} must be a step number (an integer >= 0)`);
+  return v;
 }
 
 function badNumber(v: string): never {

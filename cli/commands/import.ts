@@ -1,31 +1,40 @@
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { BFCL_CATEGORIES, BFCL_EVAL_VERSION, bfclDataHashes, findBfclPackage, importBfcl, type BfclCategory } from "../../envs/bfcl/import-bfcl.js";
 import { importTaubench, type TaubenchDomain } from "../../envs/taubench/import-taubench.js";
+import { ACEBENCH_CATEGORIES, ACEBENCH_COMMIT, acebenchDataHash, importAcebench, type AceBenchCategory } from "../../envs/acebench/import-acebench.js";
 
 interface ImportArgs {
-  source: "taubench" | "bfcl";
+  source: "taubench" | "bfcl" | "acebench";
   from?: string;
   out: string;
   domain?: TaubenchDomain[];
-  category?: BfclCategory[];
+  category?: (BfclCategory | AceBenchCategory)[];
   python?: string;
 }
 
 export const importCommand: CommandModule<object, ImportArgs> = {
   command: "import <source>",
-  describe: "Write env bundles for an existing benchmark: tau-bench (retail, airline) from its data folder, or BFCL v3 multi-turn from the installed bfcl-eval",
+  describe: "Write env bundles for an existing benchmark: tau-bench (retail, airline) from its data folder, BFCL v3 multi-turn from the installed bfcl-eval, or ACEBench-Agent from its folder",
   builder: (y: Argv) =>
     y
-      .positional("source", { choices: ["taubench", "bfcl"] as const, demandOption: true })
-      .option("from", { type: "string", describe: "the benchmark's data folder (tau-bench: e.g. ../shared/benchmarks/taubench; bfcl: the bfcl_eval package folder, found with --python when omitted)" })
+      .positional("source", { choices: ["taubench", "bfcl", "acebench"] as const, demandOption: true })
+      .option("from", { type: "string", describe: "the benchmark's data folder (tau-bench: e.g. ../shared/benchmarks/taubench; acebench: default ../shared/benchmarks/acebench; bfcl: the bfcl_eval package folder, found with --python when omitted)" })
       .option("out", { type: "string", demandOption: true, describe: "where to write the bundles" })
       .option("domain", { choices: ["retail", "airline"] as const, array: true, describe: "tau-bench: only these domains" })
-      .option("category", { choices: BFCL_CATEGORIES, array: true, describe: "bfcl: only these categories" })
+      .option("category", { choices: [...BFCL_CATEGORIES, ...ACEBENCH_CATEGORIES], array: true, describe: "bfcl, acebench: only these categories" })
       .option("python", { type: "string", describe: "bfcl: the Python interpreter that has bfcl-eval installed (default: $BFCL_PYTHON or python3)" }) as unknown as Argv<ImportArgs>,
   handler: (args: ArgumentsCamelCase<ImportArgs>) => {
+    if (args.source === "acebench") {
+      const from = args.from ?? "../shared/benchmarks/acebench";
+      const cats = (args.category ?? ACEBENCH_CATEGORIES).filter((c): c is AceBenchCategory => (ACEBENCH_CATEGORIES as readonly string[]).includes(c));
+      const written = importAcebench(from, args.out, cats, args.python);
+      console.log(`ACEBench ${ACEBENCH_COMMIT.slice(0, 7)} at ${from}; data sha256 ${acebenchDataHash(from)}`);
+      for (const w of written) console.log(`${w.envId}: ${w.scenarios} scenarios → ${w.dir}`);
+      return;
+    }
     if (args.source === "bfcl") {
       const pkg = args.from ?? findBfclPackage(args.python);
-      const written = importBfcl(pkg, args.out, args.category ?? BFCL_CATEGORIES, args.python);
+      const written = importBfcl(pkg, args.out, (args.category as BfclCategory[] | undefined) ?? BFCL_CATEGORIES, args.python);
       console.log(`bfcl-eval ${BFCL_EVAL_VERSION} (pinned) at ${pkg}; data sha256: ${JSON.stringify(bfclDataHashes(pkg))}`);
       console.log(`${written.length} bundles, ${written.reduce((n, w) => n + w.scenarios, 0)} scenarios → ${args.out}`);
       return;

@@ -29,6 +29,8 @@ interface McpArgs {
   maxBodyBytes: number;
   hardStopGraceMs: number;
   maxRestartsPerMinute: number;
+  maxSnapshots: number;
+  maxSnapshotMb: number;
   record: boolean;
   recordDir: string;
   connectionFile?: string;
@@ -62,6 +64,8 @@ export const mcpCommand: CommandModule<object, McpArgs> = {
       .option("max-body-bytes", { type: "number", default: 4 << 20, describe: "largest request body" })
       .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "engine worker restarts allowed per minute" })
+      .option("max-snapshots", { type: "number", default: 32, describe: "snapshots one session's episode may hold at once; more get `too_large`" })
+      .option("max-snapshot-mb", { type: "number", default: 1024, describe: "memory all snapshots of this server may hold; more get `too_large`" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
       .option("record-dir", { type: "string", default: "trajectories", describe: "where the trajectory file is written" })
       .option("connection-file", { type: "string", describe: "write the URLs and the control token here (mode 0600) once serving" })
@@ -79,6 +83,8 @@ export const mcpCommand: CommandModule<object, McpArgs> = {
       recorder,
       hardStopGraceMs: args.hardStopGraceMs,
       maxRestartsPerMinute: args.maxRestartsPerMinute,
+      maxSnapshotsPerEpisode: args.maxSnapshots,
+      maxSnapshotBytes: args.maxSnapshotMb * 1024 * 1024,
     });
     const shutdown = async () => {
       await runtime.close();

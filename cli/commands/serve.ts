@@ -22,6 +22,7 @@ interface ServeArgs {
   hardStopGraceMs: number;
   maxSnapshots: number;
   maxSnapshotMb: number;
+  quarantineAfter: number;
   maxActionBytes: number;
   maxEpisodeInputMb: number;
   recordFailure: "refuse" | "continue";
@@ -77,6 +78,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("max-snapshot-mb", { type: "number", default: 1024, describe: "memory all snapshots of one replica may hold; more get `too_large`" })
       .option("max-action-bytes", { type: "number", default: 1 << 20, describe: "largest action one step takes (as JSON); larger get `too_large` and do not run" })
       .option("max-episode-input-mb", { type: "number", default: 64, describe: "actions one episode keeps for exact restore and replay, in total; beyond it steps get `too_large`" })
+      .option("quarantine-after", { type: "number", default: 2, describe: "guest calls of one scenario the watchdog may have to stop before its resets get `scenario_quarantined`" })
       .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
@@ -107,6 +109,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         maxSnapshotBytes: args.maxSnapshotMb * 1024 * 1024,
         maxActionBytes: args.maxActionBytes,
         maxEpisodeInputBytes: args.maxEpisodeInputMb * 1024 * 1024,
+        quarantineAfter: args.quarantineAfter,
       },
       user: userConfigFromArgs(args),
       recordDir: args.record ? args.recordDir : null,

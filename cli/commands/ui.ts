@@ -14,6 +14,10 @@ interface UiArgs {
   idleTimeout: number;
   maxEpisodes: number;
   hardStopGraceMs: number;
+  maxSnapshots: number;
+  maxSnapshotMb: number;
+  agentBaseUrl?: string;
+  agentModel?: string;
 }
 
 /** A synth run folder (report.json + envs/) stands for its served bundles. */
@@ -21,7 +25,7 @@ const envFolder = (dir: string) => (existsSync(join(dir, "report.json")) && exis
 
 export const uiCommand: CommandModule<object, UiArgs> = {
   command: "ui",
-  describe: "Serve a local web playground: browse envs, play episodes by hand, inspect, replay and export trajectories",
+  describe: "Serve a local web playground: browse envs, play episodes by hand or with a model (undo, branch), inspect, replay and export trajectories",
   builder: (y: Argv) =>
     y
       .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folders, folders of bundles, or synth run folders" })
@@ -32,7 +36,11 @@ export const uiCommand: CommandModule<object, UiArgs> = {
       .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL" })
       .option("idle-timeout", { type: "number", default: 1800, describe: "close an episode nobody touched for this many seconds" })
       .option("max-episodes", { type: "number", default: 32, describe: "episodes open at once across all pages" })
-      .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops it" }) as unknown as Argv<UiArgs>,
+      .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops it" })
+      .option("max-snapshots", { type: "number", default: 32, describe: "undo points one episode may hold; a step beyond them runs but cannot be undone" })
+      .option("max-snapshot-mb", { type: "number", default: 512, describe: "memory all episodes' undo points may hold together" })
+      .option("agent-base-url", { type: "string", describe: "the agent form's OpenAI-compatible endpoint to start with (default: OPENAI_BASE_URL)" })
+      .option("agent-model", { type: "string", describe: "the agent form's model to start with" }) as unknown as Argv<UiArgs>,
   handler: async (args: ArgumentsCamelCase<UiArgs>) => {
     const wantsUser = args.userModel || args.userBaseUrl || process.env.USER_OPENAI_BASE_URL || process.env.OPENAI_BASE_URL;
     const ui = await UiServer.start({
@@ -44,6 +52,9 @@ export const uiCommand: CommandModule<object, UiArgs> = {
       idleMs: args.idleTimeout * 1000,
       maxEpisodes: args.maxEpisodes,
       hardStopGraceMs: args.hardStopGraceMs,
+      maxSnapshots: args.maxSnapshots,
+      maxSnapshotMb: args.maxSnapshotMb,
+      agent: { baseURL: args.agentBaseUrl ?? process.env.OPENAI_BASE_URL, model: args.agentModel },
     });
     // the one line a script may wait for on stdout
     console.log(JSON.stringify({ ui: ui.openUrl }));

@@ -17,7 +17,7 @@ import zmq
 import zmq.asyncio
 
 from .bridge_client import CurveKeys, _fork_fields, _reset_fields, apply_curve, batch_fields, parse_batch
-from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, error_for, packb, unpackb
+from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
 
 __all__ = ["AsyncBridgeClient"]
 
@@ -71,7 +71,7 @@ class AsyncBridgeClient:
         while True:
             frames = await self._socket.recv_multipart()
             try:
-                reply = unpackb(frames[-1] if frames else b"")
+                reply = expand_reply(unpackb(frames[-1] if frames else b""))
             except CodecError:
                 self.discarded += 1
                 continue

@@ -24,6 +24,7 @@ from .protocol import (
     CodecError,
     InternalError,
     error_for,
+    expand_reply,
     packb,
     unpackb,
 )
@@ -180,7 +181,7 @@ class BridgeClient:
             except zmq.Again:
                 return
             try:
-                reply = unpackb(_last_frame(frames))
+                reply = expand_reply(unpackb(_last_frame(frames)))
             except CodecError:
                 self.discarded += 1
                 continue

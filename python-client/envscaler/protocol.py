@@ -12,6 +12,8 @@ from typing import Any
 import msgpack
 
 __all__ = [
+    "expand_reply",
+    "tool_observation_text",
     "PROTOCOL_VERSION",
     "ERROR_CODES",
     "packb",
@@ -47,7 +49,38 @@ __all__ = [
     "error_for",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+
+
+def tool_observation_text(results: list[dict[str, Any]]) -> str:
+    """A tool step's observation text: the one result's text, or the results' texts as a JSON-style list."""
+    if len(results) == 1:
+        return str(results[0]["content"])
+    return "[" + ",".join(str(r["content"]) for r in results) + "]"
+
+
+def expand_reply(reply: Any) -> Any:
+    """Puts back the ``observation.content`` a step reply leaves out on the wire (docs/protocol.md, protocol 2).
+
+    Each tool output crosses once, in ``tool_results``; the text is derived from them by
+    :func:`tool_observation_text` (protocol/step-wire.ts is the same rule). Applies to step, finish
+    and step_batch results; any other reply passes through unchanged.
+    """
+    result = reply.get("result") if isinstance(reply, dict) else None
+    if isinstance(result, dict):
+        _expand_result(result)
+        entries = result.get("results")
+        if isinstance(entries, list):
+            for entry in entries:
+                if isinstance(entry, dict) and entry.get("ok") is True and isinstance(entry.get("result"), dict):
+                    _expand_result(entry["result"])
+    return reply
+
+
+def _expand_result(result: dict[str, Any]) -> None:
+    obs = result.get("observation")
+    if isinstance(obs, dict) and "content" not in obs and isinstance(obs.get("tool_results"), list) and obs["tool_results"]:
+        obs["content"] = tool_observation_text(obs["tool_results"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,8 +28,10 @@ def bridge(built_bridge: None) -> Iterator[Bridge]:
     """2 replicas serving notes-v1 and hostile-v1, shared by most tests.
 
     The short hard-stop grace makes the watchdog stop native_hang (JSON.stringify of a 15M array)
-    well before that builtin could run into the env's memory cap on its own."""
-    with start_bridge(replicas=2, workers=2, extra=("--max-frame-bytes", str(SMALL_FRAME_LIMIT), "--hard-stop-grace-ms", "200")) as b:
+    well before that builtin could run into the env's memory cap on its own. Quarantine is off
+    (tests/unit/limits.test.ts tests it): hostile-1 is reset by many tests here, and a second
+    watchdog stop must not turn every later hostile-1 test into `scenario_quarantined`."""
+    with start_bridge(replicas=2, workers=2, extra=("--max-frame-bytes", str(SMALL_FRAME_LIMIT), "--hard-stop-grace-ms", "200", "--quarantine-after", "1000000")) as b:
         yield b
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import envscaler
 from envscaler import BridgeClient, BridgeTimeout
-from envscaler.protocol import EpisodeDone
+from envscaler.protocol import PROTOCOL_VERSION, EpisodeDone
 
 from helpers import BUNDLED_ENVS, FINAL_REPLY, NOTES_1_TASK, REFERENCE_ACTIONS, play_reference, wait_for
 
@@ -25,7 +25,7 @@ def _check_solved(result: dict) -> None:
 
 def test_launch_yields_a_served_bridge(bridge1):
     assert bridge1.process is not None and bridge1.process.poll() is None
-    assert bridge1.connection["protocol_version"] == 1
+    assert bridge1.connection["protocol_version"] == PROTOCOL_VERSION == 2
     assert bridge1.connection["replicas"] == 1 and len(bridge1.endpoints) == 1
     assert bridge1.connection["pid"] == bridge1.process.pid
     assert bridge1.curve is None and bridge1.connection["curve"] is None

@@ -38,7 +38,7 @@ def test_bad_request(client):
 
 
 def test_unsupported_version(client):
-    client.send_raw(packb({"v": 2, "id": 41, "op": "hello"}))
+    client.send_raw(packb({"v": 1, "id": 41, "op": "hello"}))  # the previous version
     reply = unpackb(client.recv_raw(timeout=10)[-1])
     assert reply["id"] == 41 and reply["error"]["code"] == "unsupported_version"
     exc = envscaler.error_for(reply["error"]["code"], reply["error"]["message"])

@@ -8,7 +8,7 @@ import pytest
 import zmq
 
 from envscaler import BridgeClient, BridgeTimeout
-from envscaler.protocol import packb, unpackb
+from envscaler.protocol import PROTOCOL_VERSION, packb, unpackb
 
 from helpers import SMALL_FRAME_LIMIT, VECTORS
 
@@ -19,7 +19,7 @@ def _error_reply(client: BridgeClient, frames) -> dict:
     client.send_raw(frames)
     reply_frames = client.recv_raw(timeout=10)
     reply = unpackb(reply_frames[-1])
-    assert reply["v"] == 1 and reply["ok"] is False, reply
+    assert reply["v"] == PROTOCOL_VERSION and reply["ok"] is False, reply
     return reply
 
 
@@ -39,7 +39,7 @@ def test_bad_frame_vector(bridge, vector):
 
 
 def test_error_reply_echoes_a_readable_id(client):
-    reply = _error_reply(client, packb({"v": 1, "id": "my-id-7", "op": "hello", "colour": "red"}))
+    reply = _error_reply(client, packb({"v": PROTOCOL_VERSION, "id": "my-id-7", "op": "hello", "colour": "red"}))
     assert reply["id"] == "my-id-7" and reply["error"]["code"] == "bad_request"
     assert "colour" in reply["error"]["message"]
     reply = _error_reply(client, b"\xc1")
@@ -49,22 +49,22 @@ def test_error_reply_echoes_a_readable_id(client):
 @pytest.mark.parametrize(
     "name,msg",
     [
-        ("op is an int", {"v": 1, "id": 1, "op": 7}),
+        ("op is an int", {"v": PROTOCOL_VERSION, "id": 1, "op": 7}),
         ("v is a string", {"v": "1", "id": 1, "op": "hello"}),
-        ("session_id is an int", {"v": 1, "id": 1, "op": "step", "session_id": 5, "action": "x"}),
-        ("steps is a map", {"v": 1, "id": 1, "op": "step_batch", "steps": {"a": 1}}),
-        ("empty step_batch", {"v": 1, "id": 1, "op": "step_batch", "steps": []}),
-        ("seed is a float", {"v": 1, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1.5}),
-        ("negative id", {"v": 1, "id": -1, "op": "hello"}),
-        ("action missing", {"v": 1, "id": 1, "op": "step", "session_id": "s-x"}),
-        ("binary scenario id", {"v": 1, "id": 1, "op": "reset", "scenario_id": b"notes-1"}),
+        ("session_id is an int", {"v": PROTOCOL_VERSION, "id": 1, "op": "step", "session_id": 5, "action": "x"}),
+        ("steps is a map", {"v": PROTOCOL_VERSION, "id": 1, "op": "step_batch", "steps": {"a": 1}}),
+        ("empty step_batch", {"v": PROTOCOL_VERSION, "id": 1, "op": "step_batch", "steps": []}),
+        ("seed is a float", {"v": PROTOCOL_VERSION, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1.5}),
+        ("negative id", {"v": PROTOCOL_VERSION, "id": -1, "op": "hello"}),
+        ("action missing", {"v": PROTOCOL_VERSION, "id": 1, "op": "step", "session_id": "s-x"}),
+        ("binary scenario id", {"v": PROTOCOL_VERSION, "id": 1, "op": "reset", "scenario_id": b"notes-1"}),
     ],
 )
 def test_wrong_types(client, name, msg):
     reply = _error_reply(client, packb(msg))
     expected = "unknown_op" if name == "op is an int" else "unsupported_version" if name == "v is a string" else "bad_request"
     assert reply["error"]["code"] == expected, (name, reply)
-    assert client.hello()["protocol_version"] == 1
+    assert client.hello()["protocol_version"] == PROTOCOL_VERSION
 
 
 @pytest.mark.parametrize(
@@ -95,19 +95,19 @@ def test_deep_nesting(client):
     deep = _error_reply(client, _nested(100_000))
     assert deep["error"]["code"] == "bad_request"
     # a request map holding an action 70 lists deep: the map is depth 1, so 71 in all
-    frame = packb({"v": 1, "id": 99, "op": "step", "session_id": "s-none"})
+    frame = packb({"v": PROTOCOL_VERSION, "id": 99, "op": "step", "session_id": "s-none"})
     frame = bytes([frame[0] + 1]) + frame[1:] + packb("action") + _nested(70)
     reply = _error_reply(client, frame)
     assert reply["error"]["code"] == "bad_request" and "deeper" in reply["error"]["message"]
     # within the limit the same request is read, and fails only on its (unknown) session
-    frame = packb({"v": 1, "id": 100, "op": "step", "session_id": "s-none"})
+    frame = packb({"v": PROTOCOL_VERSION, "id": 100, "op": "step", "session_id": "s-none"})
     frame = bytes([frame[0] + 1]) + frame[1:] + packb("action") + _nested(10, b"\xa1x")
     reply = _error_reply(client, frame)
     assert reply["id"] == 100 and reply["error"]["code"] == "unknown_session"
 
 
 def test_frame_count(client):
-    hello = packb({"v": 1, "id": 1, "op": "hello"})
+    hello = packb({"v": PROTOCOL_VERSION, "id": 1, "op": "hello"})
     # many frames in one message
     assert _error_reply(client, [hello, hello, hello])["error"]["code"] == "bad_request"
     # a non-empty first frame followed by more
@@ -120,7 +120,7 @@ def test_frame_count(client):
 
 
 def test_req_style_delimiter_is_accepted_and_mirrored(client):
-    client.send_raw([b"", packb({"v": 1, "id": 5, "op": "hello"})])
+    client.send_raw([b"", packb({"v": PROTOCOL_VERSION, "id": 5, "op": "hello"})])
     frames = client.recv_raw(timeout=10)
     assert len(frames) == 2 and frames[0] == b""
     reply = unpackb(frames[1])
@@ -134,7 +134,7 @@ def test_a_real_req_socket_works(bridge):
     req.connect(bridge.endpoints[1])
     try:
         for i in range(3):  # REQ is strictly one request at a time; the bridge keeps it in step
-            req.send(packb({"v": 1, "id": i, "op": "hello"}))
+            req.send(packb({"v": PROTOCOL_VERSION, "id": i, "op": "hello"}))
             assert req.poll(10_000)
             reply = unpackb(req.recv())
             assert reply["ok"] is True and reply["id"] == i and reply["result"]["replica"] == 1
@@ -147,13 +147,13 @@ def test_oversized_frame_disconnects_only_that_peer(bridge):
         assert probe.hello()["limits"]["max_frame_bytes"] == SMALL_FRAME_LIMIT
     # just under the limit the frame is read (and refused for its unknown field, proving it was decoded)
     with bridge.client(0, timeout=10) as c:
-        big = packb({"v": 1, "id": 1, "op": "hello", "padding": "x" * (SMALL_FRAME_LIMIT - 100)})
+        big = packb({"v": PROTOCOL_VERSION, "id": 1, "op": "hello", "padding": "x" * (SMALL_FRAME_LIMIT - 100)})
         assert len(big) <= SMALL_FRAME_LIMIT
         reply = _error_reply(c, big)
         assert reply["id"] == 1 and reply["error"]["code"] == "bad_request" and "padding" in reply["error"]["message"]
     with bridge.client(0, timeout=10) as bully, bridge.client(0, timeout=10) as bystander:
         assert bystander.hello()["server"] == "envscaler"
-        bully.send_raw(packb({"v": 1, "id": 1, "op": "hello", "padding": "x" * (SMALL_FRAME_LIMIT + 10)}))
+        bully.send_raw(packb({"v": PROTOCOL_VERSION, "id": 1, "op": "hello", "padding": "x" * (SMALL_FRAME_LIMIT + 10)}))
         # ZeroMQ drops the frame and the connection: no reply ever comes for it
         with pytest.raises(BridgeTimeout):
             bully.recv_raw(timeout=1.0)

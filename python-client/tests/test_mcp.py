@@ -399,7 +399,16 @@ def test_episodes_are_recorded_and_replay(tmp_path: Path, built_bridge: None) ->
 
         async def main() -> None:
             async with session(s.url, on("library-1", rollout="rec")) as c:
-                for a in LIBRARY_1["reference_actions"]:
+                calls = LIBRARY_1["reference_actions"]
+                await c.call_tool(calls[0]["name"], calls[0]["arguments"])
+                snap = s.control("POST", "/sessions/rec/snapshot")[1]
+                await c.call_tool(calls[1]["name"], calls[1]["arguments"])
+                # forks and restores are recorded too (forked_from and the actions before the fork)
+                fork = s.control("POST", "/sessions/rec/fork")[1]
+                async with session(s.url, {"X-EnvScaler-Fork": fork["session_id"]}) as f:
+                    await f.call_tool(calls[2]["name"], calls[2]["arguments"])
+                assert s.control("POST", "/sessions/rec/restore", {"snapshot_id": snap["snapshot_id"]})[0] == 200
+                for a in calls[1:]:
                     await c.call_tool(a["name"], a["arguments"])
                 assert s.control("POST", "/sessions/rec/finish")[1]["reward"] == 1.0
 
@@ -408,3 +417,248 @@ def test_episodes_are_recorded_and_replay(tmp_path: Path, built_bridge: None) ->
     assert len(files) == 1
     out = subprocess.run(["node", str(CLI), "replay", str(files[0]), "--envs", str(BUNDLED_ENVS)], capture_output=True, timeout=120)
     assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
+    # the session until its restore, the fork, and the session after the restore
+    assert "3/3 episodes replayed exactly" in out.stdout.decode() + out.stderr.decode(), out.stdout.decode()
+
+
+# ---------------------------------------------------------------------- snapshot, fork, restore (control routes)
+
+
+def played(r: Any) -> tuple[bool, str, Any]:
+    """What a tool call gave the agent: the error flag, the text and the step number."""
+    return r.is_error, text(r), (r.meta or {}).get("envscaler/step")
+
+
+def fork_of(server: McpServer, path: str, rollout: str | None = None) -> dict[str, Any]:
+    status, fork = server.control("POST", path, {"rollout": rollout} if rollout else {})
+    assert status == 200, fork
+    return fork
+
+
+def test_a_fork_plays_on_exactly_as_its_source(server: McpServer) -> None:
+    calls = LIBRARY_1["reference_actions"]
+
+    async def main() -> None:
+        async with session(server.url, on("library-1", seed=11, rollout="fork-src")) as a:
+            for call in calls[:3]:
+                assert not (await a.call_tool(call["name"], call["arguments"])).is_error
+            src_state = server.control("GET", "/sessions/fork-src/state")[1]
+            fork = fork_of(server, "/sessions/fork-src/fork", rollout="fork-copy")
+            assert fork["forked_from"]["session_id"] == server.control("GET", "/sessions/fork-src")[1]["session_id"]
+            assert fork["forked_from"]["step"] == fork["step"] == 3
+            assert fork["state_hash"] == src_state["state_hash"] and (fork["scenario_id"], fork["seed"]) == ("library-1", 11)
+            # the fork holds its episode (and a session slot) until a client connects to it
+            waiting = server.control("GET", "/sessions/fork-copy")[1]
+            assert waiting["connected"] is False and waiting["steps"] == 3
+            async with session(server.url, {"X-EnvScaler-Fork": fork["session_id"]}) as b:
+                status = server.control("GET", "/sessions/fork-copy")[1]
+                assert status["connected"] is True and status["session_id"] == fork["session_id"]
+                assert [t.name for t in (await b.list_tools()).tools] == [t.name for t in (await a.list_tools()).tools]
+                assert b.instructions == a.instructions
+                assert server.control("GET", "/sessions/fork-copy/state")[1]["state"] == src_state["state"]
+                # the same calls from here give byte-identical results, step numbers and states
+                for call in [*calls[3:], {"name": "get_book", "arguments": {"book_id": 42}}]:
+                    ra, rb = await a.call_tool(call["name"], call["arguments"]), await b.call_tool(call["name"], call["arguments"])
+                    assert played(ra) == played(rb), call
+                    sa, sb = server.control("GET", "/sessions/fork-src/state")[1], server.control("GET", "/sessions/fork-copy/state")[1]
+                    assert sa["state_hash"] == sb["state_hash"] and sa["state"] == sb["state"]
+                score_a = server.control("POST", "/sessions/fork-src/finish")[1]
+                score_b = server.control("POST", "/sessions/fork-copy/finish")[1]
+                assert score_a["reward"] == score_b["reward"] == 1.0
+                assert (score_a["state_hash"], score_a["steps"], score_a["reward_info"]) == (score_b["state_hash"], score_b["steps"], score_b["reward_info"])
+            # the fork was its own session: closing it left the source alone
+            assert server.control("GET", "/sessions/fork-copy")[1]["error"]["code"] == "session_closed"
+            assert server.control("GET", "/sessions/fork-src")[0] == 200
+
+    asyncio.run(main())
+
+
+def test_a_fork_diverges_without_touching_its_source(server: McpServer) -> None:
+    async def main() -> None:
+        async with session(server.url, on("library-1", rollout="div-src")) as a:
+            fork = fork_of(server, "/sessions/div-src/fork")
+            async with session(server.url, {"X-EnvScaler-Fork": fork["session_id"], "X-EnvScaler-Rollout": "div-copy"}) as b:
+                assert not (await b.call_tool("return_book", {"loan_id": "L0009"})).is_error
+                assert server.control("GET", "/sessions/div-copy/state")[1]["state"]["loans"]["L0009"]["status"] == "returned"
+                assert server.control("GET", "/sessions/div-src/state")[1]["state"]["loans"]["L0009"]["status"] == "active"
+                again = await a.call_tool("return_book", {"loan_id": "L0009"})
+                assert json.loads(text(again))["success"] is True
+
+    asyncio.run(main())
+
+
+def test_restore_rewinds_a_session_even_after_its_end(server: McpServer) -> None:
+    calls = LIBRARY_1["reference_actions"]
+
+    async def main() -> None:
+        async with session(server.url, on("library-1", seed=5, rollout="rewind")) as c:
+            for call in calls[:2]:
+                await c.call_tool(call["name"], call["arguments"])
+            status, snap = server.control("POST", "/sessions/rewind/snapshot")
+            assert status == 200 and snap["step"] == 2 and snap["bytes"] > 0, snap
+            at_snapshot = server.control("GET", "/sessions/rewind/state")[1]
+            assert snap["state_hash"] == at_snapshot["state_hash"]
+            first = [played(await c.call_tool(call["name"], call["arguments"])) for call in calls[2:]]
+            after = server.control("GET", "/sessions/rewind/state")[1]
+            assert after["state_hash"] != snap["state_hash"]
+
+            status, back = server.control("POST", "/sessions/rewind/restore", {"snapshot_id": snap["snapshot_id"]})
+            assert status == 200 and back["step"] == 2 and back["state_hash"] == snap["state_hash"], back
+            assert server.control("GET", "/sessions/rewind/state")[1] == at_snapshot
+            assert server.control("GET", "/sessions/rewind")[1]["steps"] == 2
+            # the same calls again: the same results and state (the RNG and clock were rewound too)
+            assert [played(await c.call_tool(call["name"], call["arguments"])) for call in calls[2:]] == first
+            assert server.control("GET", "/sessions/rewind/state")[1] == after
+
+            # after the episode ended, a restore opens it again; the snapshot outlives restores
+            assert server.control("POST", "/sessions/rewind/finish")[1]["reward"] == 1.0
+            assert json.loads(text(await c.call_tool("get_book", {"book_id": "B001"})))["error"]["type"] == "episode_done"
+            assert server.control("POST", "/sessions/rewind/restore", {"snapshot_id": snap["snapshot_id"]})[0] == 200
+            assert server.control("GET", "/sessions/rewind/reward")[1]["error"]["code"] == "episode_running"
+            assert played(await c.call_tool(calls[2]["name"], calls[2]["arguments"])) == first[0]
+
+    asyncio.run(main())
+
+
+def test_a_group_forks_from_one_snapshot_then_drops_it(server: McpServer) -> None:
+    """GRPO-style: snapshot once, fork N sessions from it; each plays on from the same point."""
+
+    async def main() -> None:
+        base = server.stats()["runtime"]
+        async with session(server.url, on("library-1", seed=9, rollout="group-src")) as src:
+            await src.call_tool("list_member_loans", {"member_id": "M013"})
+            snap = server.control("POST", "/sessions/group-src/snapshot")[1]
+            assert server.control("GET", f"/snapshots/{snap['snapshot_id']}")[1]["step"] == 1
+            # the source moves on; forks of the snapshot start where it was taken
+            await src.call_tool("return_book", {"loan_id": "L0009"})
+            forks = [fork_of(server, f"/snapshots/{snap['snapshot_id']}/fork", rollout=f"group-{i}") for i in range(3)]
+            assert {(f["step"], f["state_hash"], f["forked_from"]["snapshot_id"]) for f in forks} == {(1, snap["state_hash"], snap["snapshot_id"])}
+            results = []
+            for f in forks:
+                async with session(server.url, {"X-EnvScaler-Fork": f["rollout"]}) as c:
+                    r = await c.call_tool("checkout_book", {"member_id": "M013", "book_id": "B006"})
+                    state = server.control("GET", f"/sessions/{f['rollout']}/state")[1]
+                    results.append((played(r), state["state_hash"], state["state"]))
+            assert results[0][0][0] is False and all(r == results[0] for r in results)
+            assert results[0][2]["loans"]["L0009"]["status"] == "active"  # not the source's later return
+
+            assert server.control("DELETE", f"/snapshots/{snap['snapshot_id']}")[1]["dropped"] is True
+            assert server.control("DELETE", f"/snapshots/{snap['snapshot_id']}")[1]["dropped"] is False
+            status, gone = server.control("POST", f"/snapshots/{snap['snapshot_id']}/fork")
+            assert status == 404 and gone["error"]["code"] == "unknown_snapshot"
+            # a session's snapshots go with it
+            kept = server.control("POST", "/sessions/group-src/snapshot")[1]
+        wait_for(lambda: server.stats()["runtime"]["episodes"] == base["episodes"], 10, what="every episode to be freed")
+        assert server.stats()["runtime"]["snapshots"] == base["snapshots"]
+        status, gone = server.control("POST", f"/snapshots/{kept['snapshot_id']}/fork")
+        assert status == 404 and gone["error"]["code"] == "unknown_snapshot"
+
+    asyncio.run(main())
+
+
+def test_snapshot_and_fork_limits_are_typed_errors(tmp_path: Path, built_bridge: None) -> None:
+    with start_mcp(tmp_path, "--max-snapshots", "1", "--max-sessions", "3", "--idle-timeout", "2") as s:
+
+        async def main() -> None:
+            async with session(s.url, on("library-1", rollout="lim")) as c, session(s.url, on("library-2", rollout="other")):
+                first = s.control("POST", "/sessions/lim/snapshot")
+                assert first[0] == 200
+                status, body = s.control("POST", "/sessions/lim/snapshot")
+                assert status == 413 and body["error"]["code"] == "too_large" and "1 snapshots" in body["error"]["message"], body
+                # a restore must stay in the session's scenario (its tools and task were sent at initialize)
+                other = s.control("POST", "/sessions/other/snapshot")[1]
+                status, body = s.control("POST", "/sessions/lim/restore", {"snapshot_id": other["snapshot_id"]})
+                assert status == 400 and body["error"]["code"] == "bad_request" and "library-2" in body["error"]["message"]
+                # a fork takes a session slot: two sessions open, one fork waiting, the next is refused
+                fork = s.control("POST", "/sessions/lim/fork", {"rollout": "lim-fork"})[1]
+                status, body = s.control("POST", "/sessions/lim/fork")
+                assert status == 503 and body["error"]["code"] == "too_many_sessions"
+                with pytest.raises(Exception) as refused:
+                    async with session(s.url, on("library-1")):
+                        pass
+                assert refusal(refused.value)[0] == "too_many_sessions"
+                # connecting: with the scenario header too, to an unknown fork, or twice
+                for headers, code in (({"X-EnvScaler-Fork": "lim-fork", "X-EnvScaler-Scenario": "library-1"}, "bad_request"), ({"X-EnvScaler-Fork": "no-such-fork"}, "unknown_session")):
+                    with pytest.raises(Exception) as no:
+                        async with session(s.url, headers):
+                            pass
+                    assert refusal(no.value)[0] == code, refusal(no.value)
+                async with session(s.url, {"X-EnvScaler-Fork": fork["session_id"]}):
+                    with pytest.raises(Exception) as twice:
+                        async with session(s.url, {"X-EnvScaler-Fork": fork["session_id"]}):
+                            pass
+                    assert refusal(twice.value)[0] == "bad_request"
+                # an ended episode cannot be snapshotted or forked
+                s.control("POST", "/sessions/lim/finish")
+                assert s.control("POST", "/sessions/lim/fork")[1]["error"]["code"] == "episode_done"
+                assert s.control("DELETE", f"/snapshots/{first[1]['snapshot_id']}")[1]["dropped"] is True
+                assert s.control("POST", "/sessions/lim/snapshot")[1]["error"]["code"] == "episode_done"
+            # a session without an episode has nothing to fork
+            async with session(s.url, {"X-EnvScaler-Rollout": "empty"}):
+                assert s.control("POST", "/sessions/empty/fork")[1]["error"]["code"] == "no_episode"
+            # a fork nobody connects to is reaped like an idle session, freeing its sandbox
+            async with session(s.url, on("library-1", rollout="orphan-src")):
+                orphan = s.control("POST", "/sessions/orphan-src/fork")[1]
+                wait_for(lambda: s.control("GET", f"/sessions/{orphan['session_id']}")[0] == 404, 20, what="the reaper to close the unclaimed fork")
+                body = s.control("GET", f"/sessions/{orphan['session_id']}")[1]
+                assert body["error"]["code"] == "session_closed" and "no client connected" in body["error"]["message"]
+                st = s.stats()
+                assert st["forks_waiting"] == 0 and st["runtime"]["episodes"] == st["sessions"] <= 1
+
+        asyncio.run(main())
+
+
+# ---------------------------------------------------------------------- the OpenAI Agents SDK example
+
+
+@contextmanager
+def openai_fixture(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Path]]:
+    """tests/openai-fixture.ts as a process: scripted chat completions; yields its base URL and the request log."""
+    script_file, requests = tmp_path / "script.json", tmp_path / "requests.jsonl"
+    script_file.write_text(json.dumps(script))
+    process = subprocess.Popen(["node", "--import", "tsx", str(REPO / "tests" / "openai-fixture-main.ts"), str(script_file), str(requests)],
+                               cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = process.stdout.readline() if process.stdout else b""
+        if not line:
+            raise AssertionError(f"the OpenAI fixture did not start: {process.stderr.read().decode() if process.stderr else ''}")
+        yield json.loads(line)["base_url"], requests
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def test_openai_agents_sdk_example_plays_an_episode(server: McpServer, tmp_path: Path) -> None:
+    pytest.importorskip("agents", reason="the Agents SDK example needs `openai-agents` (python-client[test])")
+    import importlib.util
+
+    from agents import set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    spec = importlib.util.spec_from_file_location("openai_agents_mcp", REPO / "python-client" / "examples" / "openai_agents_mcp.py")
+    assert spec and spec.loader
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    set_tracing_disabled(True)
+
+    calls = LIBRARY_1["reference_actions"]
+    final = "Returned the overdue book, paid the fine and checked out both books."
+    # the scripted model: one tool call per turn (the reference solution), then its closing reply
+    script: list[Any] = [{"tool_calls": [{"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}]} for i, c in enumerate(calls)]
+    script.append(final)
+    with openai_fixture(tmp_path, script) as (base_url, requests):
+        model = AsyncOpenAI(base_url=base_url, api_key="fixture-key", max_retries=0)
+        out = asyncio.run(example.rollout(server.url, server.info["control"], CONTROL_TOKEN, "library-1", 3, "agents-sdk-1", "fixture", model))
+        sent = [json.loads(line) for line in requests.read_text().splitlines()]
+    assert out["final_output"] == final
+    assert out["score"]["reward"] == 1.0 and out["score"]["steps"] == len(calls) + 1, out["score"]
+    # the SDK gave the model the env's tools (from tools/list) and the task (from the task prompt)
+    assert len(sent) == len(calls) + 1
+    assert [t["function"]["name"] for t in sent[0]["tools"]] == [t["function"]["name"] for t in manifest("library")["tools"]]
+    assert LIBRARY_1["task"] in sent[0]["messages"][0]["content"]
+    # each tool call reached the session's episode, and its result went back to the model
+    tool_results = [m for m in sent[-1]["messages"] if m["role"] == "tool"]
+    assert len(tool_results) == len(calls) and all('"success"' in str(m["content"]) for m in tool_results)
+    # the SDK closed its session on the way out: the episode was freed
+    status, body = server.control("GET", "/sessions/agents-sdk-1")
+    assert status == 404 and body["error"]["code"] == "session_closed"

@@ -28,6 +28,19 @@ def test_golden_vector_roundtrip(vector):
     assert packb(vector["value"]) == data
 
 
+@pytest.mark.parametrize("vector", [m for m in MESSAGES if "expanded" in m], ids=[m["name"] for m in MESSAGES if "expanded" in m])
+def test_a_step_reply_carries_each_tool_output_once_and_the_client_expands_it(vector):
+    from envscaler.protocol import expand_reply
+
+    wire = unpackb(bytes.fromhex(vector["msgpack_hex"]))
+    result = wire["result"]
+    steps = [e["result"] for e in result["results"] if e["ok"]] if vector["op"] == "step_batch" else [result]
+    for st in steps:
+        assert "content" not in st["observation"]
+        assert all("result" not in c for c in st["info"]["tool_calls"])
+    assert expand_reply(wire)["result"] == vector["expanded"]
+
+
 def test_integral_float_reads_as_int_and_compares_equal():
     # §2: a reward of 1.0 may arrive as an int; readers accept it
     reply = next(m for m in MESSAGES if m["name"] == "step result")

@@ -103,7 +103,7 @@ def test_a_retried_request_gets_the_first_reply_and_does_not_run_twice(bridge):
     """The same request id sent again on one connection (a retry after a timeout) is answered from the bridge's memory."""
     import zmq
 
-    from envscaler.protocol import packb, unpackb
+    from envscaler.protocol import PROTOCOL_VERSION, packb, unpackb
 
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.IDENTITY, b"py-retry-test")
@@ -114,17 +114,17 @@ def test_a_retried_request_gets_the_first_reply_and_does_not_run_twice(bridge):
             assert sock.poll(30_000)
             return unpackb(sock.recv())
 
-        sid = ask({"v": 1, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1})["result"]["session_id"]
-        again = ask({"v": 1, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1})
+        sid = ask({"v": PROTOCOL_VERSION, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1})["result"]["session_id"]
+        again = ask({"v": PROTOCOL_VERSION, "id": 1, "op": "reset", "scenario_id": "notes-1", "seed": 1})
         assert again["result"]["session_id"] == sid  # no second session was opened
-        step = {"v": 1, "id": 2, "op": "step", "session_id": sid, "action": REFERENCE_ACTIONS[0]}
+        step = {"v": PROTOCOL_VERSION, "id": 2, "op": "step", "session_id": sid, "action": REFERENCE_ACTIONS[0]}
         first, second = ask(step), ask(step)
         assert first == second and first["result"]["info"]["step"] == 1
         third = ask({**step, "id": 3})
         assert third["result"]["info"]["step"] == 2  # the repeat did not run: this is the second step
-        reused = ask({"v": 1, "id": 3, "op": "finish", "session_id": sid})
+        reused = ask({"v": PROTOCOL_VERSION, "id": 3, "op": "finish", "session_id": sid})
         assert reused["ok"] is False and reused["error"]["code"] == "bad_request"
-        ask({"v": 1, "id": 4, "op": "close", "session_id": sid})
+        ask({"v": PROTOCOL_VERSION, "id": 4, "op": "close", "session_id": sid})
     finally:
         sock.close(linger=0)
 

@@ -6,7 +6,7 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
-import { RESULT_SCHEMAS } from "../../protocol/messages.js";
+import { PROTOCOL_VERSION, RESULT_SCHEMAS } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
 
 const HOSTILE = join(FIXTURES, "..", "hostile");
@@ -35,7 +35,7 @@ const ref = [
 
 test("hello, list_envs and list_scenarios answer in the documented shapes", async () => {
   const hello = RESULT_SCHEMAS.hello.parse(await client.request("hello", { client: "vitest" }));
-  expect(hello).toMatchObject({ protocol_version: 1, replica: 0, instance: server.instance });
+  expect(hello).toMatchObject({ protocol_version: PROTOCOL_VERSION, replica: 0, instance: server.instance });
   const envs = RESULT_SCHEMAS.list_envs.parse(await client.request("list_envs"));
   expect(envs.envs.map((e) => e.env_id).sort()).toEqual(["hostile-v1", "notes-v1"]);
   const all = RESULT_SCHEMAS.list_scenarios.parse(await client.request("list_scenarios"));
@@ -128,10 +128,10 @@ test("hostile frames get bad_request and the server keeps serving", async () => 
   };
   expect(await ask([Buffer.from("c1", "hex")])).toMatchObject({ ok: false, id: null, error: { code: "bad_request" } });
   expect(await ask([Buffer.from("dd7fffffff", "hex")])).toMatchObject({ error: { code: "bad_request" } });
-  expect(await ask([encodeFrame({ v: 1, id: 1, op: "hello" }), encodeFrame({ v: 1, id: 2, op: "hello" })])).toMatchObject({ error: { code: "bad_request" } });
+  expect(await ask([encodeFrame({ v: PROTOCOL_VERSION, id: 1, op: "hello" }), encodeFrame({ v: PROTOCOL_VERSION, id: 2, op: "hello" })])).toMatchObject({ error: { code: "bad_request" } });
   expect(await ask(Array.from({ length: 200 }, () => Buffer.from("00", "hex")))).toMatchObject({ error: { code: "bad_request" } });
   // a REQ-style empty delimiter is accepted and mirrored
-  await raw.send([Buffer.alloc(0), encodeFrame({ v: 1, id: 9, op: "hello" })]);
+  await raw.send([Buffer.alloc(0), encodeFrame({ v: PROTOCOL_VERSION, id: 9, op: "hello" })]);
   const mirrored = await raw.receive();
   expect(mirrored.length).toBe(2);
   expect(mirrored[0]!.length).toBe(0);
@@ -140,7 +140,7 @@ test("hostile frames get bad_request and the server keeps serving", async () => 
   // an oversized frame makes ZeroMQ drop that peer; others are served
   const big = new Dealer();
   big.connect(server.endpoint);
-  await big.send(encodeFrame({ v: 1, id: 1, op: "hello", client: "x".repeat(2 << 20) }));
+  await big.send(encodeFrame({ v: PROTOCOL_VERSION, id: 1, op: "hello", client: "x".repeat(2 << 20) }));
   big.close();
   expect(((await client.request("hello")) as { instance: string }).instance).toBe(server.instance);
 });
@@ -154,24 +154,29 @@ test("ids come back exactly as sent, and a close waits for the session's earlier
     return { bytes: reply[reply.length - 1]!, body: decodeFrame(reply[reply.length - 1]!) as { ok: boolean; id: unknown; result: Record<string, unknown>; error?: { code: string } } };
   };
   // a 2^32 id must come back as a msgpack int (Python would read a float64 as 4294967296.0)
-  await raw.send(encodeFrame({ v: 1, id: 2 ** 32, op: "hello" }));
+  await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: 2 ** 32, op: "hello" }));
   const wide = await receive();
   expect(wide.body.id).toBe(2 ** 32);
   expect(wide.bytes.includes(Buffer.from("a26964d30000000100000000", "hex"))).toBe(true); // "id": int64 2^32
   expect(wide.bytes.includes(Buffer.from("a26964cb", "hex"))).toBe(false); // "id" followed by a float64
   // 100 characters outside the BMP: a valid id (≤ 128 characters), so it is echoed, also on errors
   const emoji = "😀".repeat(100);
-  await raw.send(encodeFrame({ v: 1, id: emoji, op: "list_scenarios", env_id: "nope-v1" }));
+  await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: emoji, op: "list_scenarios", env_id: "nope-v1" }));
   expect((await receive()).body).toMatchObject({ id: emoji, ok: false, error: { code: "unknown_env" } });
   // step, step, step, close sent back to back: the steps run first (requests of one session run in arrival order)
-  await raw.send(encodeFrame({ v: 1, id: 1, op: "reset", scenario_id: "notes-1", seed: 0 }));
+  await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: 1, op: "reset", scenario_id: "notes-1", seed: 0 }));
   const sid = (await receive()).body.result.session_id as string;
-  for (let i = 2; i <= 4; i++) await raw.send(encodeFrame({ v: 1, id: i, op: "step", session_id: sid, action: { name: "list_notes", arguments: { user_id: "u1" } } }));
-  await raw.send(encodeFrame({ v: 1, id: 5, op: "close", session_id: sid }));
+  for (let i = 2; i <= 4; i++) await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: i, op: "step", session_id: sid, action: { name: "list_notes", arguments: { user_id: "u1" } } }));
+  await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: 5, op: "close", session_id: sid }));
   const replies = [];
   for (let i = 0; i < 4; i++) replies.push((await receive()).body);
   expect(replies.map((r) => [r.id, r.ok])).toEqual([[2, true], [3, true], [4, true], [5, true]]);
-  await raw.send(encodeFrame({ v: 1, id: 6, op: "step", session_id: sid, action: "hi" }));
+  // the wire step reply, as sent: it fits the schema, and the tool output is in it once
+  const wire = RESULT_SCHEMAS.step.parse(replies[0]!.result);
+  expect("content" in wire.observation).toBe(false);
+  expect((wire.observation as { tool_results: { content: string }[] }).tool_results[0]!.content).toContain("groceries");
+  expect(JSON.stringify(replies[0]!.result).split("groceries").length - 1).toBe(1);
+  await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: 6, op: "step", session_id: sid, action: "hi" }));
   expect((await receive()).body).toMatchObject({ id: 6, error: { code: "session_closed" } });
   raw.close();
 });

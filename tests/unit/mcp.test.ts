@@ -32,8 +32,8 @@ describe("envscaler mcp in-process, TS SDK clients", () => {
   let runtime: EnvRuntime;
   let server: McpHttpServer;
   let url: string;
-  const control = async (method: string, path: string) => {
-    const r = await fetch(`${server.controlUrl}${path}`, { method, headers: { authorization: `Bearer ${server.controlToken}` } });
+  const control = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(`${server.controlUrl}${path}`, { method, headers: { authorization: `Bearer ${server.controlToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };
   };
 
@@ -89,7 +89,7 @@ describe("envscaler mcp in-process, TS SDK clients", () => {
     await client.close();
   });
 
-  test("limits answer with typed errors: an oversized body, snapshot/fork until the runtime has them", async () => {
+  test("limits answer with typed errors: an oversized body, bad control paths, unknown snapshots", async () => {
     const big = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ pad: "x".repeat(server.limits.maxBodyBytes) }) });
     expect(big.status).toBe(413);
     expect(((await big.json()) as { error: { data: { code: string } } }).error.data.code).toBe("payload_too_large");
@@ -97,9 +97,21 @@ describe("envscaler mcp in-process, TS SDK clients", () => {
     const badPath = await control("GET", "/sessions/%E0%A4%A/state");
     expect(badPath.status).toBe(400);
     expect(badPath.body).toMatchObject({ error: { code: "bad_request" } });
-    const fork = await control("POST", "/sessions/forky/fork");
-    expect(fork.status).toBe(501);
-    expect(fork.body).toMatchObject({ error: { code: "not_implemented" } });
+    const fromNothing = await control("POST", "/snapshots/snap-never-taken/fork");
+    expect(fromNothing.status).toBe(404);
+    expect(fromNothing.body).toMatchObject({ error: { code: "unknown_snapshot" } });
+    const restoreNothing = await control("POST", "/sessions/forky/restore", { snapshot_id: "snap-never-taken" });
+    expect(restoreNothing).toMatchObject({ status: 404, body: { error: { code: "unknown_snapshot" } } });
+    expect(await control("POST", "/sessions/forky/restore", {})).toMatchObject({ status: 400, body: { error: { code: "bad_request" } } });
+    expect(await control("DELETE", "/snapshots/snap-never-taken")).toMatchObject({ status: 200, body: { dropped: false } });
+    // a fork waits for its client; MCP traffic on its id before the client's initialize is refused, typed
+    const fork = await control("POST", "/sessions/forky/fork", { rollout: "forky-2" });
+    expect(fork).toMatchObject({ status: 200, body: { rollout: "forky-2", scenario_id: "library-1", step: 0, forked_from: { rollout: "forky", step: 0 } } });
+    const early = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": fork.body.session_id as string }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }) });
+    expect(early.status).toBe(400);
+    expect(((await early.json()) as { error: { data: { code: string } } }).error.data.code).toBe("bad_request");
+    expect(await control("POST", "/sessions/forky/fork", { rollout: "forky-2" })).toMatchObject({ status: 409, body: { error: { code: "rollout_in_use" } } });
+    expect(await control("DELETE", "/sessions/forky-2")).toMatchObject({ status: 200, body: { closed: true } });
     await transport.terminateSession();
     await client.close();
   });

@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { decodeFrame, encodeFrame, scanFrame } from "../../protocol/codec.js";
 import { ERROR_CODES } from "../../protocol/error-codes.js";
-import { ErrorReply, OkReply, OPS, Request, RESULT_SCHEMAS } from "../../protocol/messages.js";
+import { ErrorReply, OkReply, OPS, PROTOCOL_VERSION, Request, RESULT_SCHEMAS } from "../../protocol/messages.js";
+import { compactStep, expandStep } from "../../protocol/step-wire.js";
 
 const VECTORS = join(import.meta.dirname, "..", "..", "protocol", "vectors");
-const messages = JSON.parse(readFileSync(join(VECTORS, "messages.json"), "utf8")) as { name: string; kind: string; op: keyof typeof RESULT_SCHEMAS; value: any; msgpack_hex: string }[];
+const messages = JSON.parse(readFileSync(join(VECTORS, "messages.json"), "utf8")) as { name: string; kind: string; op: keyof typeof RESULT_SCHEMAS; value: any; msgpack_hex: string; expanded?: any }[];
 const badFrames = JSON.parse(readFileSync(join(VECTORS, "bad-frames.json"), "utf8")) as { name: string; hex: string; code: string }[];
 
 test.each(messages.map((m) => [m.name, m] as const))("golden vector %s: bytes â‡„ value, and it fits the schema", (_, m) => {
@@ -20,6 +21,25 @@ test.each(messages.map((m) => [m.name, m] as const))("golden vector %s: bytes â‡
   } else ErrorReply.parse(m.value);
 });
 
+test.each(messages.filter((m) => m.expanded).map((m) => [m.name, m] as const))("golden vector %s: each tool output crosses once, and the client puts the observation text back", (_, m) => {
+  const wire = decodeFrame(Buffer.from(m.msgpack_hex, "hex")) as { result: Record<string, unknown> };
+  const steps = (m.op === "step_batch" ? (wire.result.results as { ok: boolean; result?: any }[]).filter((e) => e.ok).map((e) => e.result) : [wire.result]) as any[];
+  for (const st of steps) {
+    expect(st.observation.content).toBeUndefined();
+    for (const c of st.info.tool_calls) expect(c.result).toBeUndefined();
+  }
+  expect(expandStep(wire.result)).toEqual(m.expanded);
+  // and the server's compaction is the inverse
+  if (m.op === "step") expect(compactStep(m.expanded)).toEqual(m.value.result);
+});
+
+test("an observation whose text is not the one derived from its tool results keeps its text on the wire", () => {
+  const odd = { observation: { role: "tool", content: "something else", tool_results: [{ tool_call_id: "c", name: "t", content: "x", ok: true }] } };
+  expect(compactStep(odd)).toEqual(odd);
+  const user = { observation: { role: "user", content: "hi" } };
+  expect(compactStep(user)).toBe(user);
+});
+
 test("golden vectors hold no integral floats (JavaScript cannot tell 1.0 from 1; the spec says readers accept both)", () => {
   for (const m of messages) expect(JSON.stringify(m.value)).not.toMatch(/\d\.0\b/);
 });
@@ -30,7 +50,7 @@ test.each(badFrames.map((b) => [b.name, b] as const))("bad frame %s is refused b
   try {
     const raw = decodeFrame(bytes) as Record<string, unknown>;
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) code = "bad_request";
-    else if (raw.v !== 1) code = "unsupported_version";
+    else if (raw.v !== PROTOCOL_VERSION) code = "unsupported_version";
     else if (!(OPS as readonly string[]).includes(raw.op as string)) code = "unknown_op";
     else code = Request.safeParse(raw).success ? "accepted" : "bad_request";
   } catch (e) {

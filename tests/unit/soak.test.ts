@@ -12,6 +12,7 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
+import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
 
 const HOSTILE = join(FIXTURES, "..", "hostile");
@@ -97,15 +98,15 @@ async function rawFrames(): Promise<void> {
       return decodeFrame(reply[reply.length - 1]!) as { ok: boolean; error?: { code: string }; result?: { session_id?: string; info?: { step: number } } };
     };
     expect(await ask(Buffer.from("c1", "hex"))).toMatchObject({ ok: false, error: { code: "bad_request" } });
-    expect(await ask(encodeFrame({ v: 1, id: 1, op: "no_such_op" }))).toMatchObject({ ok: false });
-    const reset = await ask(encodeFrame({ v: 1, id: 2, op: "reset", scenario_id: "notes-1", seed: 7 }));
+    expect(await ask(encodeFrame({ v: PROTOCOL_VERSION, id: 1, op: "no_such_op" }))).toMatchObject({ ok: false });
+    const reset = await ask(encodeFrame({ v: PROTOCOL_VERSION, id: 2, op: "reset", scenario_id: "notes-1", seed: 7 }));
     const session_id = reset.result!.session_id!;
-    const step = encodeFrame({ v: 1, id: 3, op: "step", session_id, action: REFERENCE[0] });
+    const step = encodeFrame({ v: PROTOCOL_VERSION, id: 3, op: "step", session_id, action: REFERENCE[0] });
     const first = await ask(step);
     const again = await ask(step); // a client's retry after a timeout: the cached reply, not a second step
     expect(again).toEqual(first);
     expect(first.result!.info!.step).toBe(1);
-    expect(await ask(encodeFrame({ v: 1, id: 4, op: "close", session_id }))).toMatchObject({ ok: true });
+    expect(await ask(encodeFrame({ v: PROTOCOL_VERSION, id: 4, op: "close", session_id }))).toMatchObject({ ok: true });
   } finally {
     raw.close();
   }

@@ -6,6 +6,7 @@ import { expect, test } from "vitest";
 import { curveKeyPair } from "zeromq";
 import { isLocalEndpoint, replicaEndpoint, Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
 import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
 
 const silent = pino({ level: "silent" });
@@ -57,6 +58,9 @@ test("a killed replica is restarted; its sessions are lost with a typed error, t
     const lost = await clients[0]!.request("step", { session_id: a!.session_id, action: ref[1] }).catch((e: BridgeError) => e);
     expect(lost).toBeInstanceOf(BridgeError);
     expect((lost as BridgeError).code).toBe("session_lost");
+    // the replica itself reports the restart: a watcher that never saw the first instance still counts it
+    expect(await clients[0]!.request("stats")).toMatchObject({ instance: after!.instance, restarts: 1 });
+    expect(await clients[1]!.request("stats")).toMatchObject({ restarts: 0 });
     // closing what the restart already ended is not an error
     expect(await clients[0]!.request("close", { session_id: a!.session_id })).toEqual({ closed: true });
     const done = await clients[1]!.request("step", { session_id: b!.session_id, action: "Done." });
@@ -81,7 +85,7 @@ test("CurveZMQ: the connection file's client key is served; unlisted keys and pl
   const stranger = new BridgeClient(endpoint, { timeoutMs: 1500, curve: { serverPublicKey: curve.server_public_key, ...curveKeyPair() } });
   const plain = new BridgeClient(endpoint, { timeoutMs: 1500 });
   try {
-    expect(await allowed.request("hello")).toMatchObject({ protocol_version: 1 });
+    expect(await allowed.request("hello")).toMatchObject({ protocol_version: PROTOCOL_VERSION });
     expect(await stranger.request("hello").catch((e: BridgeError) => e.code)).toBe("timeout");
     expect(await plain.request("hello").catch((e: BridgeError) => e.code)).toBe("timeout");
     expect(await allowed.request("reset", { scenario_id: "notes-1" })).toHaveProperty("session_id");
@@ -109,7 +113,7 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
   const { spawn, execFileSync } = await import("node:child_process");
   const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
   // node itself, not npx: the child is the supervisor, and its child is the replica
-  const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0", "--max-snapshots", "5", "--max-action-bytes", "2000", "--quarantine-after", "3", "--max-episode-input-mb", "2", "--max-snapshot-mb", "3"], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   serve.stderr!.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => serve.once("exit", (code) => resolve(code)));
@@ -126,8 +130,8 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
     });
     const client = new BridgeClient(endpoints[0]!, { timeoutMs: 10_000 });
     try {
-      const hello = (await client.request("hello", {})) as { limits: { max_in_flight: number } };
-      expect(hello.limits.max_in_flight).toBe(7);
+      const hello = (await client.request("hello", {})) as { limits: Record<string, number> };
+      expect(hello.limits).toMatchObject({ max_in_flight: 7, max_snapshots_per_episode: 5, max_action_bytes: 2000, quarantine_after: 3, max_episode_input_bytes: 2 << 20, max_snapshot_bytes: 3 << 20 });
     } finally {
       client.close();
     }

@@ -9,7 +9,7 @@ import { expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { episodePage } from "../../bridge/record/episode-page.js";
 import { replayAll } from "../../bridge/record/replay.js";
-import { selectForSft, toChat } from "../../bridge/record/sft-export.js";
+import { filterProblem, selectForSft, toChat } from "../../bridge/record/sft-export.js";
 import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError } from "../../bridge/record/trajectory-reader.js";
 import { encodeRecord, RecordingUnavailableError, TRAJECTORY_FORMAT, TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
@@ -79,6 +79,38 @@ test("recorded episodes replay exactly, without calling the LLM; a changed env s
   const bad = await run("npx", ["tsx", CLI, "replay", file, "--envs", join(dir, "envs"), "--episode", "ep-solved"]).catch((e) => e);
   expect(bad.code).toBe(1);
   expect(bad.stdout).toMatch(/first divergence at step 1: state/);
+});
+
+test("forks and restores are recorded with their prefix and replay exactly from the seed", async () => {
+  const file = join(tmp(), "forks.jsonl");
+  const writer = new TrajectoryWriter(file);
+  const rt = await EnvRuntime.start({ envs: [FIXTURES], recorder: writer });
+  try {
+    const a = await rt.reset("notes-1", 21, "ep-src");
+    await rt.step(a.episode_id, ref[0]);
+    const snap = await rt.snapshot(a.episode_id);
+    await rt.step(a.episode_id, ref[1]);
+    await rt.fork({ episode_id: a.episode_id }, "ep-fork");
+    await rt.step("ep-fork", "Task Completed.");
+    await rt.restoreSnapshot(a.episode_id, snap.snapshot_id);
+    await rt.step(a.episode_id, { name: "delete_note", arguments: { note_id: "n2" } });
+    await rt.finish(a.episode_id);
+  } finally {
+    await rt.close();
+    writer.close();
+  }
+  const t = readTrajectories(file);
+  expect(t.skipped).toEqual([]);
+  // the source until its restore, the fork, the source after the restore (same id, a new run)
+  expect(t.episodes.map((e) => [e.start.episode_id, e.start.prefix_actions?.length ?? 0, e.steps.length])).toEqual([["ep-src", 0, 2], ["ep-fork", 2, 1], ["ep-src", 1, 1]]);
+  expect(t.episodes[1]!.start.forked_from).toEqual({ episode_id: "ep-src", step: 2 });
+  expect((await replayAll([FIXTURES], t.episodes)).map((r) => r.ok)).toEqual([true, true, true]);
+  // SFT export leaves a fork out (its turns before the fork are in its source's recording)
+  expect(filterProblem(t.episodes[1]!, { onlyFinished: false })).toMatch(/a fork/);
+  expect(filterProblem(t.episodes[2]!, { onlyFinished: false })).toMatch(/a fork/);
+  // without its prefix the fork's start state is not the reset's: replay says where
+  const cut = { ...t.episodes[1]!, start: { ...t.episodes[1]!.start, prefix_actions: [] } };
+  expect((await replayAll([FIXTURES], [cut]))[0]).toMatchObject({ ok: false, divergence: { step: 0, what: expect.stringMatching(/state/) } });
 });
 
 test("a torn tail and a corrupted line are skipped with a reason; everything else is read", async () => {

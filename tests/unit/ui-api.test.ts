@@ -77,7 +77,7 @@ describe("envs", () => {
 });
 
 describe("play", () => {
-  test("start, tool calls (structured and raw text) with diffs, checks scored live on a copy, finish with the reward", async () => {
+  test("start, tool calls (structured and raw text) with diffs, checks scored live on a fork, finish with the reward", async () => {
     const s = await post("/api/play/start", { page: "p1", scenario_id: "notes-1", seed: 5 });
     expect(s.info).toMatchObject({ scenario_id: "notes-1", seed: 5, mode: "task" });
     expect(s.state.notes.n1).toMatchObject({ title: "groceries" });
@@ -278,7 +278,7 @@ describe("security", () => {
 });
 
 describe("conversation scenarios with a simulated user", () => {
-  test("talk as the agent; checks are scored at the end (a scoring copy would ask the user model again)", async () => {
+  test("talk as the agent; checks are scored live on a fork, and finally when the user stops", async () => {
     const user = await OpenAIFixture.start(["# Reply:\nHi, how many notes do I have? I'm u3.", "# Reply:\nThanks! ###STOP###"]);
     const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(dir, "none"), port: 0, user: { baseURL: user.baseURL, apiKey: "x", model: "m", maxRetries: 0 } });
     const prev = ui;
@@ -286,8 +286,8 @@ describe("conversation scenarios with a simulated user", () => {
     try {
       const s = await post("/api/play/start", { page: "c", scenario_id: "notes-2", seed: 1 });
       expect(s.observation.content).toBe("Hi, how many notes do I have? I'm u3.");
-      expect(s).toMatchObject({ live_scoring: false, score: null });
-      expect((await call("/api/play/score", { episode_id: s.episode_id })).status).toBe(409);
+      expect(s).toMatchObject({ live_scoring: true, score: { how: "copy", reward: 0 } });
+      expect(await post("/api/play/score", { episode_id: s.episode_id })).toMatchObject({ how: "copy", reward: 0 });
       await post("/api/play/step", { episode_id: s.episode_id, action: { name: "add_note", arguments: { user_id: "u3", title: "x", body: "y" } } });
       const end = await post("/api/play/step", { episode_id: s.episode_id, action: "You have 1 note; I added 'x'." });
       expect(end.result).toMatchObject({ terminated: true, info: { end_reason: "user_stop" } });
@@ -301,9 +301,9 @@ describe("conversation scenarios with a simulated user", () => {
   });
 });
 
-test("`envscaler ui` takes a synth run folder for --envs, prints the URL as a JSON line, and stops on SIGTERM", async () => {
+test("`envscaler ui` takes a synth run folder for --envs and the agent form's defaults and snapshot limit, prints the URL as a JSON line, and stops on SIGTERM", async () => {
   const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
-  const child = spawn(process.execPath, ["--import", "tsx", cli, "ui", "--envs", join(dir, "run"), "--trajectories", join(dir, "traj"), "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", cli, "ui", "--envs", join(dir, "run"), "--trajectories", join(dir, "traj"), "--port", "0", "--max-snapshots", "3", "--agent-base-url", "http://127.0.0.1:9/v1", "--agent-model", "m1"], { stdio: ["ignore", "pipe", "pipe"] });
   try {
     let out = "";
     child.stdout.on("data", (d: Buffer) => (out += d));
@@ -312,6 +312,8 @@ test("`envscaler ui` takes a synth run folder for --envs, prints the URL as a JS
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     const envs = (await (await fetch(new URL("/api/envs", url))).json()) as Json;
     expect(envs.envs.map((e: Json) => [e.id, e.provenance.kind])).toEqual([["notes-v1", "synth"]]);
+    const info = (await (await fetch(new URL("/api/info", url))).json()) as Json;
+    expect(info).toMatchObject({ agent: { base_url: "http://127.0.0.1:9/v1", model: "m1", running: 0 }, snapshots: { per_episode: 3, mb: 512 } });
   } finally {
     child.kill("SIGTERM");
   }

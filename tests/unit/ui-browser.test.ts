@@ -181,13 +181,16 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
       await page.click("#start");
       await page.waitForSelector("#transcript .msg.user");
       expect(await page.textContent("#transcript .msg.user")).toMatch(/How many notes do I have/);
-      expect(await page.textContent("#checks-panel")).toMatch(/Scored when the conversation ends/);
+      // scored live on a fork, which asks the simulated user nothing
+      expect(await page.locator("#checks li.fail").count()).toBe(2);
       await page.selectOption("#tool-select", { label: "add_note" });
       await page.fill('#tool-form-box [name="user_id"]', "u3");
       await page.fill('#tool-form-box [name="title"]', "x");
       await page.fill('#tool-form-box [name="body"]', "y");
       await page.click("#tool-form-box button[type=submit]");
       await page.waitForSelector("#diff li.op-add");
+      expect(await page.locator("#checks li.pass.flipped").textContent()).toMatch(/Has Carol got a note 'x'\?/);
+      expect(user.requests).toHaveLength(1);
       await page.fill("#raw-text", "You have 1 note. I added 'x'.");
       await page.click("#send-raw");
       await page.waitForSelector("#reward");
@@ -201,6 +204,133 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
       await page.close();
       await conv.close();
       await user.close();
+    }
+  });
+  test("play: undo a step, go back to the start, branch into a tab of its own", async () => {
+    await tab.keyboard.press("Escape");
+    await tab.keyboard.press("2");
+    await tab.selectOption("#scenario-select", "notes-1");
+    await tab.fill("#seed", "3");
+    await tab.click("#start");
+    await tab.waitForSelector("#checks li.fail");
+    expect(await tab.isDisabled("#undo")).toBe(true);
+    await tab.selectOption("#tool-select", { label: "add_note" });
+    await tab.fill('#tool-form-box [name="user_id"]', "u2");
+    await tab.fill('#tool-form-box [name="title"]', "todo");
+    await tab.fill('#tool-form-box [name="body"]', "call mom");
+    await tab.click("#tool-form-box button[type=submit]");
+    await tab.waitForSelector("#diff li.op-add");
+    await tab.fill("#raw-text", '<tool_call>{"name": "delete_note", "arguments": {"note_id": "n1"}}</tool_call>');
+    await tab.press("#raw-text", "Control+Enter");
+    await tab.waitForFunction(() => document.querySelectorAll("#checks li.pass").length === 3);
+    expect(await tab.textContent("#undo")).toBe("Undo (back to step 1)");
+
+    // undo the delete: its messages go, n1 is back, and the check it satisfied fails again
+    await tab.click("#undo");
+    await tab.waitForFunction(() => document.getElementById("step-count")?.textContent === "step 1");
+    expect(await tab.locator('#transcript [data-step="2"]').count()).toBe(0);
+    expect(await tab.locator('#transcript [data-step="1"]').count()).toBe(2);
+    expect(await tab.textContent("#diff-panel")).toMatch(/Back at step 1/);
+    expect(await tab.locator("#checks li.fail.flipped").allTextContents()).toEqual([expect.stringMatching(/Is n1 deleted\?.*now fails/), expect.stringMatching(/final state equals.*now fails/)]);
+    expect(await tab.locator("#checks li.pass").count()).toBe(1);
+    expect(await tab.textContent('#state-panel details[data-path="/notes"] > summary')).toMatch(/\bn1\b/);
+
+    // branch from here: a second tab, its own episode; the delete there does not reach the first
+    await tab.click("#branch");
+    await tab.waitForFunction(() => document.querySelectorAll("#episode-tabs .ep-tab").length === 2);
+    expect(await tab.textContent("#episode-tabs .ep-tab.active")).toMatch(/#2 ↳ #1@1/);
+    expect(await tab.textContent("#transcript .branch-note")).toBe("branched from #1 at step 1");
+    await tab.fill("#raw-text", '{"name": "delete_note", "arguments": {"note_id": "n1"}}');
+    await tab.click("#send-raw");
+    await tab.waitForFunction(() => document.querySelectorAll("#checks li.pass").length === 3);
+    expect(await tab.textContent("#live-reward")).toBe("would score 1");
+    await shot("8-play-branch");
+    await tab.locator("#episode-tabs .ep-tab-open").first().click();
+    await tab.waitForFunction(() => document.querySelector("#episode-tabs .ep-tab.active")?.textContent?.includes("#1"));
+    expect(await tab.textContent("#step-count")).toBe("step 1");
+    expect(await tab.textContent('#state-panel details[data-path="/notes"] > summary')).toMatch(/\bn1\b/);
+
+    // finish, then go back to the start from the list of held steps (keys work too: u undoes)
+    await tab.click("#finish");
+    await tab.waitForSelector("#reward");
+    await tab.locator("body").click({ position: { x: 5, y: 5 } });
+    await tab.keyboard.press("u");
+    await tab.waitForFunction(() => !document.getElementById("reward") && !(document.getElementById("finish") as HTMLButtonElement).disabled);
+    await tab.selectOption("#history-step", "0");
+    await tab.click("#go-back");
+    await tab.waitForFunction(() => document.getElementById("step-count")?.textContent === "step 0");
+    expect(await tab.locator("#checks li.pass").count()).toBe(0);
+    expect(await tab.locator("#transcript .msg").count()).toBe(1);
+    await shot("9-play-undo-to-start");
+  });
+
+  test("agent: a model plays the scenario, streamed turn by turn; a hung endpoint times out; a run can be stopped", async () => {
+    const add = { id: "call_1", type: "function" as const, function: { name: "add_note", arguments: JSON.stringify({ user_id: "u2", title: "todo", body: "call mom" }) } };
+    const good = await OpenAIFixture.start([{ tool_calls: [add] }, 'Now the old one.\n```json\n{"name": "delete_note", "arguments": {"note_id": "n1"}}\n```', "Task Completed"]);
+    const hung = await OpenAIFixture.start([{ hang: true }, { hang: true }]);
+    try {
+      await tab.selectOption("#scenario-select", "notes-1");
+      await tab.fill("#seed", "4");
+      await tab.click("#agent-panel > summary");
+      await tab.fill("#agent-url", good.baseURL);
+      await tab.fill("#agent-model", "fixture-model");
+      await tab.selectOption("#agent-mode", "fc");
+      await tab.click("#agent-start");
+      await tab.waitForSelector("#agent-outcome");
+      expect(await tab.textContent("#agent-outcome")).toMatch(/solved it: reward 1 after 3 steps \(text_reply\)/);
+      expect(await tab.locator("#transcript .msg.call").first().textContent()).toMatch(/add_note/);
+      expect(await tab.textContent("#transcript")).toMatch(/```json/);
+      expect(await tab.textContent("#reward")).toBe("reward 1");
+      expect(await tab.locator("#checks li.pass").count()).toBe(3);
+      // the model's episode is the page's: undo works on it
+      expect(await tab.isDisabled("#undo")).toBe(false);
+      await shot("10-agent-played");
+
+      // a hung endpoint: the call times out and the page says so
+      await tab.fill("#agent-url", hung.baseURL);
+      await tab.fill("#agent-timeout", "1");
+      await tab.click("#agent-start");
+      await tab.waitForSelector("#agent-status .error-box");
+      expect(await tab.textContent("#agent-status .error-box")).toMatch(/endpoint_error.*timed out/i);
+      expect(await tab.isDisabled("#agent-start")).toBe(false);
+      await shot("11-agent-timeout");
+
+      // stopped while the model thinks: the episode stays open for hand play
+      await tab.fill("#agent-timeout", "120");
+      await tab.click("#agent-start");
+      await tab.waitForFunction(() => /waiting for the model/.test(document.getElementById("agent-status")?.textContent ?? ""));
+      expect(await tab.isDisabled("#finish")).toBe(true);
+      await tab.click("#agent-stop");
+      await tab.waitForSelector("#agent-outcome");
+      expect(await tab.textContent("#agent-outcome")).toMatch(/stopped by you after 0 steps/);
+      expect(await tab.isDisabled("#finish")).toBe(false);
+    } finally {
+      await good.close();
+      await hung.close();
+    }
+  });
+  test("play: a step beyond the snapshot limit runs, and the page shows why it cannot be undone", async () => {
+    const small = await UiServer.start({ envs: [FIXTURES], trajectories: join(ARTIFACTS, "none"), port: 0, maxSnapshots: 1 });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    try {
+      await page.goto(`${small.url}#play/notes-1/2`);
+      await page.waitForSelector("#scenario-select option[value=notes-1]", { state: "attached" });
+      await page.click("#start");
+      await page.waitForSelector("#checks li.fail");
+      for (const [i, call] of ['{"name": "add_note", "arguments": {"user_id": "u2", "title": "todo", "body": "call mom"}}', '{"name": "delete_note", "arguments": {"note_id": "n1"}}'].entries()) {
+        await page.fill("#raw-text", call);
+        await page.click("#send-raw");
+        await page.waitForFunction((n) => document.getElementById("step-count")?.textContent === `step ${n}`, i + 1);
+      }
+      expect(await page.textContent("#undo-note .error-box")).toMatch(/too_large.*cannot be undone.*limit of 1 snapshots/);
+      expect(await page.textContent("#undo")).toBe("Undo (back to step 0)");
+      expect(await page.textContent("#live-reward")).toBe("would score 1");
+      const path = join(ARTIFACTS, "12-play-snapshot-limit.png");
+      await page.screenshot({ path });
+      expect(statSync(path).size).toBeGreaterThan(10_000);
+    } finally {
+      await page.close();
+      await small.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 // The playground's shell: three views behind tabs, the address bar's hash as the route, and
-// keyboard shortcuts (1 2 3 switch views, / searches envs, ? lists the keys).
+// keyboard shortcuts (1 2 3 switch views, / searches envs, u undoes, b branches, ? lists the keys).
 import { api, errorBox, h } from "./dom.js";
 import { EnvsView } from "./envs-view.js";
 import { PlayView } from "./play-view.js";
@@ -57,6 +57,7 @@ document.addEventListener("keydown", (ev) => {
     show("envs");
     document.getElementById("env-search").focus();
   } else if (ev.key === "?") help.hidden = !help.hidden;
+  else if ((ev.key === "u" || ev.key === "b") && !roots.play.hidden && play.ep) void (ev.key === "u" ? play.undo() : play.branch());
   else if (ev.key === "Escape") help.hidden = true;
   else return;
   ev.preventDefault();
@@ -70,6 +71,7 @@ async function boot() {
     document.getElementById("status").textContent = `${ctx.info.envs} envs · simulated user ${ctx.info.user_attached ? "configured" : "not configured"}`;
     const { envs: list } = await api("/api/envs");
     play.setScenarios(list);
+    play.setAgentDefaults(ctx.info.agent);
     await envs.load();
   } catch (e) {
     document.querySelector("main").prepend(errorBox(e));

@@ -166,8 +166,10 @@ class NodeAgent:
                 "errors": int(s.get("errors", 0)),
                 "in_flight": int(s.get("in_flight", 0)),
                 "lost": int(s.get("lost", 0)),
-                # the agent restarted the serve process, plus the serve restarted its replica process
-                "restarts": self.restarts[i] + max(0, len(r.instances) - 1),
+                # the agent restarted the serve process, plus the serve restarted its replica process:
+                # that count is the replica's own (its slot's earlier instances), since a replica
+                # killed before the watchdog's first poll of it is an instance we never saw
+                "restarts": self.restarts[i] + max(r.replica_restarts, len(r.instances) - 1),
                 "generation": r.generation,
             })
         return {"agent": self.agent_id, "node_id": self.node_id, "host": self.host, "replicas": out, "failures": list(self.failures)}

@@ -86,6 +86,7 @@ class ServeProcess:
         self.own_keys: dict[str, str] | None = None  # serve's built-in allowed client pair (health checks)
         self.generation = 0  # serve processes started in this slot
         self.instances: list[str] = []  # replica instances seen (the serve restarts its own child)
+        self.replica_restarts = 0  # restarts of the replica by this serve process, as the replica reports them
         self.started_at = 0.0
         self.last_stats: dict[str, Any] = {}
         self._client: BridgeClient | None = None
@@ -153,6 +154,7 @@ class ServeProcess:
                 raise RuntimeError(f"replica {self.index} at {self.endpoint} did not answer hello; log: {self.log_path}")
         self.uid = uuid.uuid4().hex[:16]
         self.instances = []
+        self.replica_restarts = 0
         self._prev, self.rate, self.last_stats = None, None, {}
         self._close_client()
         return self.entry()
@@ -184,6 +186,8 @@ class ServeProcess:
             self.rate = (req - self._prev[1]) / (now - self._prev[0])
         self._prev = (now, req)
         self.last_stats = s
+        # monotonic: a restarted serve process starts counting again, but start() zeroes it then
+        self.replica_restarts = max(self.replica_restarts, int(s.get("restarts", 0)))
         inst = str(s.get("instance", ""))
         if inst and inst not in self.instances:
             self.instances.append(inst)

@@ -1,0 +1,314 @@
+"""Differential oracle for the ACEBench-Agent ports (envs/acebench): runs ACEBench's own code from
+an ACEBench folder (../shared/benchmarks/acebench: the original classes, its executor
+execute_agent_func_call, its call decoder, and the checker functions of eval_main.py/checker.py)
+on the ground-truth milestone calls, on perturbed sequences (dropped, duplicated, swapped calls)
+and on generated error-path calls, and writes every output text, the public state of every
+instance after every call, and the official verdict of every sequence.
+
+Usage: python acebench_oracle.py ACEBENCH_DIR OUT.json [--fuzz N]
+Nothing of ACEBench is copied: the files are imported from the folder at run time.
+"""
+import argparse
+import ast
+import importlib.util
+import io
+import json
+import os
+import random
+import sys
+import types
+
+CLASSES = [("phone_platform.base_api", "phone_platform/base_api.py", "BaseApi"), ("phone_platform.message", "phone_platform/message.py", "MessageApi"),
+           ("phone_platform.reminder", "phone_platform/reminder.py", "ReminderApi"), ("phone_platform.food_services", "phone_platform/food_services.py", "FoodPlatform"),
+           ("travel", "travel.py", "Travel")]
+
+
+def package(name):
+    if name not in sys.modules:
+        m = types.ModuleType(name)
+        m.__path__ = []
+        sys.modules[name] = m
+    return sys.modules[name]
+
+
+def load_file(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    sys.modules[name] = m
+    spec.loader.exec_module(m)
+    return m
+
+
+def load(root):
+    """Registers the original modules under the package paths they import each other by."""
+    for mode in ("multi_turn", "multi_step"):
+        for p in ["model_inference", f"model_inference.{mode}", f"model_inference.{mode}.scenariosen", f"model_inference.{mode}.scenariosen.phone_platform"]:
+            package(p)
+    for mode in ("multi_turn", "multi_step"):
+        for mod, rel, _ in CLASSES:
+            load_file(f"model_inference.{mode}.scenariosen.{mod}", os.path.join(root, mode, rel))
+    ref = os.path.join(root, "reference")
+    utils = {"multi_turn": load_file("model_inference.multi_turn.multi_turn_utils", os.path.join(ref, "model_inference_multi_turn_multi_turn_utils.py")),
+             "multi_step": load_file("model_inference.multi_step.multi_step_utils", os.path.join(ref, "model_inference_multi_step_multi_step_utils.py"))}
+    execution = load_file("model_inference.multi_step.execution_role_step", os.path.join(ref, "model_inference_multi_step_execution_role_step.py"))
+    # the checker: agent_checker from checker.py, agent_eval/agent_eval_process from eval_main.py (its other imports are not needed)
+    package("model_eval")
+    sys.modules["model_eval.utils"] = types.ModuleType("model_eval.utils")
+    checker = load_file("model_eval.checker", os.path.join(root, "checker.py"))
+    tree = ast.parse(open(os.path.join(ref, "eval_main.py")).read())
+    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("agent_eval", "agent_eval_process")]
+    saved = []
+    # (their score files are not written: `open` here is an in-memory sink)
+    ns = {"agent_checker": checker.agent_checker, "os": os, "json": json, "open": lambda *a, **k: io.StringIO(), "OUTPUT_PATH": "", "language": "en", "save_score_as_json": lambda name, result, d: saved.append(result)}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), "eval_main.py", "exec"), ns)
+    return utils, execution.EXECUTION_STEP("oracle", {}, [], "0", "en"), ns, saved
+
+
+def tagged(v):
+    """Mirrors PyText.tagged in envs/bfcl/py-text.js."""
+    if v is None:
+        return "N"
+    if isinstance(v, bool):
+        return "b:1" if v else "b:0"
+    if isinstance(v, int):
+        return f"i:{v}"
+    if isinstance(v, float):
+        return f"f:{v!r}"
+    if isinstance(v, str):
+        return "s:" + v
+    if isinstance(v, list):
+        return {"l": [tagged(x) for x in v]}
+    if isinstance(v, tuple):
+        return {"t": [tagged(x) for x in v]}
+    if isinstance(v, dict):
+        return {"d": [[tagged(k), tagged(x)] for k, x in v.items()]}
+    return "?:" + repr(v)
+
+
+def enc(v):
+    """A value as the JSON our env reads (PyText.fromJson): integral floats as {"$float": x}."""
+    if isinstance(v, float) and v == int(v):
+        return {"$float": v}
+    if isinstance(v, (list, tuple)):
+        return [enc(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): enc(x) for k, x in v.items()}
+    return v
+
+
+SAVED_CLASS = {"BaseApi": ["wifi", "logged_in"], "MessageApi": ["inbox"], "ReminderApi": ["reminder_list"], "FoodPlatform": ["users", "logged_in_users", "orders"], "Travel": ["users", "reservations"]}
+
+
+class Run:
+    """One call sequence through the original executor, one call per message (as one agent message each)."""
+    counter = 0
+
+    def __init__(self, utils, entry, mode):
+        Run.counter += 1
+        self.model = f"oracle{Run.counter}"
+        self.utils = utils[mode]
+        self.entry = entry
+        self.mode = mode
+        self.test_id = entry["id"].split("_")[-1]
+        self.result_instance_list = []
+        self.calls = []
+
+    def instances(self):
+        g = vars(self.utils)
+        return {c: g.get(f"{self.model}_{self.test_id}_{c.lower()}_instance") for c in self.entry["involved_classes"]}
+
+    def call(self, name, kwargs):
+        text = f"{name}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
+        results, inst = self.utils.execute_agent_func_call([text], self.entry["initial_config"], self.entry["involved_classes"], self.model, self.test_id, "en")
+        out = results if isinstance(results, str) else results[0]
+        if isinstance(inst, dict) and inst not in self.result_instance_list:
+            self.result_instance_list.append(inst)
+        state = {c: {"d": sorted([["s:" + k, tagged(x)] for k, x in vars(i).items()], key=lambda p: p[0])} for c, i in self.instances().items() if i is not None}
+        self.calls.append({"name": name, "args": enc(kwargs), "out": out, "text": f"[{text}]", "state": state})
+
+    def result(self):
+        out = []
+        for ri in self.result_instance_list:
+            for name, instance in ri.items():
+                out.append({name: {k: v for k, v in instance.__dict__.items() if k in SAVED_CLASS[name]}})
+        return json.loads(json.dumps(out))
+
+
+def verdict(ns, saved, run, answer, category):
+    saved.clear()
+    model_result = [{"result": run.result(), "process": [c["text"] for c in run.calls]}]
+    prompt = [{"id": run.entry["id"]}]
+    _, process = ns["agent_eval"](model_result, prompt, [answer], category, "oracle")
+    rows = saved[-1][1:]
+    return {"valid": not rows, "error_type": rows[0]["error_type"] if rows else None, "process_accuracy": process}
+
+
+def fuzz_calls(rng, entry, n, undocumented=True):
+    """Error paths: wrong types, missing and extra arguments, unknown names and ids, undocumented names."""
+    docs = entry["function"]
+    pool = ["Eve", "Frank", "Grace", "Nobody", "", "Domino's", "Heytea", "Hema Fresh", "Nowhere", "Margherita Pizza", "Fresh Gift Pack", "password123", "wrong",
+            "user1", "user2", "user3", "user9", "res_1", "res_2", "res_4", "res_9", "CA1234", "MU5678", "CZ4352", "MH2616", "XX0000", "Beijing", "Shanghai", "Nanjing", "Shenzhen",
+            "Economy Class", "Business Class", "First Class", "cash", "bank", "card", "regular", "gold", "The airline has canceled the flight.", "2024-07-15 09:30", "To-do list", "milk"]
+    def value(schema):
+        t = (schema or {}).get("type")
+        r = rng.random()
+        if r < 0.12:
+            return rng.choice([None, 3, 2.5, 1.0, True, [], {}, "x", -1])
+        if t == "integer":
+            return rng.choice([1, 2, 3, 4, 6, 7, 99, 0, -1, 1.0, "3"])
+        if t in ("list", "array"):
+            return rng.choice([[{"product": rng.choice(pool), "quantity": rng.choice([1, 2, 0, -1, 1.5, True, "2"])}], [{"product": "Fresh Gift Pack", "quantity": 2}], [{"product": "Margherita Pizza"}], "items", [1], [{"quantity": 1}], []])
+        if t in ("dict", "object"):
+            return rng.choice([{"user_name": "Eve", "cash_balance": 1.0}, {}, {"cash_balance": 5}, "u"])
+        return rng.choice(pool)
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if undocumented and r < 0.05:
+            out.append((rng.choice(["no_such_tool", "view_all_reminders", "authenticate_user", "process_refund", "update_balance", "get_baggage_allowance", "calculate_baggage_fee", "delete_reminder", "search_orders", "view_orders", "get_all_message_times_with_ids", "view_logged_in_users"]), {}))
+            continue
+        doc = rng.choice(docs)
+        props = (doc.get("parameters") or {}).get("properties") or {}
+        kwargs = {k: value(s) for k, s in props.items()}
+        if kwargs and rng.random() < 0.15:
+            kwargs.pop(rng.choice(list(kwargs)))
+        if rng.random() < 0.08:
+            kwargs["unexpected"] = 1
+        out.append((doc["name"], kwargs))
+    # undocumented public methods the executor still dispatches, with arguments
+    extra = [("process_refund", {"user": {"user_name": "Eve", "cash_balance": 1.0}, "amount": 2}), ("update_balance", {"user": {"cash_balance": 5.0, "bank_balance": 1}, "payment_method": rng.choice(["cash", "bank", "x"]), "amount": -3}),
+             ("calculate_baggage_fee", {"membership_level": rng.choice(["gold", "silver", "platinum"]), "cabin_class": "Economy Class", "baggage_count": rng.choice([5, 1.0, 0, "2"])}),
+             ("get_baggage_allowance", {"membership_level": "silver", "cabin_class": rng.choice(["Business Class", "x"])}), ("view_all_reminders", {}), ("delete_reminder", {"reminder_id": rng.choice([1, 2, 9])}),
+             ("get_all_message_times_with_ids", {}), ("view_orders", {"user_name": "Eve"}), ("search_orders", {"keyword": rng.choice(["pizza", 3])}), ("view_logged_in_users", {})]
+    if undocumented:
+        out.extend(rng.sample(extra, 3))
+    rng.shuffle(out)
+    return out
+
+
+# Hand-written sequences through the branches random calls rarely reach (refunds, cabin and
+# baggage changes, capacity limits, messages without a time, float and bool arguments).
+TRAVEL_PATHS = [
+    ("get_flight_details", {}), ("get_flight_details", {"origin": "Nowhere"}), ("get_flight_details", {"destination": "Beijing"}),
+    ("get_user_details", {"user_id": "user1", "password": "password123"}), ("get_user_details", {"user_id": "user1", "password": "x"}),
+    ("get_reservation_details", {"user_id": "user2"}), ("get_reservation_details", {}), ("get_reservation_details", {"reservation_id": "res_1", "user_id": "user2"}),
+    ("find_transfer_flights", {"origin_city": "Beijing", "transfer_city": "Nanjing", "destination_city": "Shenzhen"}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": 1.0}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CZ1765", "cabin": "Business Class", "payment_method": "cash", "baggage_count": 5}),
+    ("reserve_flight", {"user_id": "user3", "password": "password789", "flight_no": "MU1566", "cabin": "Business Class", "payment_method": "cash", "baggage_count": 3}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "card", "baggage_count": 1}),
+    ("reserve_flight", {"user_id": "user2", "password": "nope", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": 1}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "XX0000", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": 1}),
+    ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": True}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "new_cabin": "Business Class"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_2", "new_cabin": "Economy Class", "new_payment_method": "cash"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_2", "new_flight_no": "CZ4321"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_2", "new_flight_no": "CA1234"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "add_baggage": 3}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "add_baggage": 2.5, "new_payment_method": "cash"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "add_baggage": "2"}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1", "new_cabin": "First Class", "new_payment_method": "wire"}),
+    ("modify_flight", {"user_id": "user2", "reservation_id": "res_4", "add_baggage": 1}),
+    ("modify_flight", {"user_id": "user1", "reservation_id": "res_1"}),
+    ("modify_flight", {"user_id": "user3", "reservation_id": "res_1", "new_cabin": "Business Class"}),
+    ("cancel_reservation", {"user_id": "user1", "reservation_id": "res_1", "reason": "The airline has canceled the flight."}),
+    ("cancel_reservation", {"user_id": "user1", "reservation_id": "res_2", "reason": "change of plans"}),
+    ("cancel_reservation", {"user_id": "user2", "reservation_id": "res_4", "reason": "x"}),
+    ("cancel_reservation", {"user_id": "user1", "reservation_id": "res_3", "reason": "x"}),
+    ("cancel_reservation", {"user_id": "user9", "reservation_id": "res_1", "reason": "x"}),
+    ("cancel_reservation", {"user_id": ["user1"], "reservation_id": "res_1", "reason": "x"}),
+    ("get_user_details", {"user_id": "user1", "password": "password123"}), ("get_reservation_details", {"user_id": "user1"}),
+]
+PHONE_PATHS = [
+    ("check_balance", {"user_name": "Nobody"}), ("get_products", {"merchant_name": "Nowhere"}), ("get_products", {"merchant_name": "Hema Fresh"}),
+    ("login_food_platform", {"username": "Eve", "password": "password123"}), ("turn_on_wifi", {}), ("login_device", {}),
+    ("login_food_platform", {"username": "Eve", "password": "bad"}), ("login_food_platform", {"username": "Nobody", "password": "x"}),
+    ("login_food_platform", {"username": "Eve", "password": "password123"}), ("login_food_platform", {"username": "Eve", "password": "password123"}),
+    ("login_food_platform", {"username": "Jack", "password": "password654"}), ("login_food_platform", {"username": ["Eve"], "password": "x"}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Hema Fresh", "items": [{"product": "Fresh Gift Pack", "quantity": 2}, {"product": "Organic Vegetable Pack"}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": True}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": 0}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": 1.5}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": "2"}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Bubble Tea"}]}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": {"product": "Cheese Milk Tea"}}),
+    ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": None}),
+    ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Jiutian BBQ", "items": [{"product": "Korean Grilled Beef", "quantity": 1}]}),
+    ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Nowhere", "items": []}),
+    ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Heytea", "items": []}),
+    ("check_balance", {"user_name": "Eve"}), ("check_balance", {"user_name": "Jack"}),
+    ("view_orders", {"user_name": "Eve"}), ("view_orders", {"user_name": "Grace"}), ("search_orders", {"keyword": "TEA"}), ("search_orders", {"keyword": "zzz"}), ("view_logged_in_users", {}),
+    ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Frank"}), ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Jack"}),
+    ("view_messages_between_users", {"sender_name": "Nobody", "receiver_name": "Jack"}), ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Nobody"}),
+    ("search_messages", {"user_name": "Grace", "keyword": "MILK"}), ("search_messages", {"user_name": "Grace", "keyword": "zzz"}), ("search_messages", {"user_name": "Grace", "keyword": 3}),
+    ("search_messages", {"user_name": "Nobody", "keyword": "x"}),
+    ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "full?"}),
+    ("get_earliest_message_id", {}), ("delete_message", {"message_id": 3.0}), ("delete_message", {"message_id": "4"}), ("delete_message", {"message_id": 99}),
+    ("send_message", {"sender_name": "Eve", "receiver_name": "Nobody", "message": "x"}), ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "caf\u00e9 \"quoted\"\n"}),
+    ("get_latest_message_id", {}), ("get_earliest_message_id", {}), ("get_all_message_times_with_ids", {}), ("search_messages", {"user_name": "Eve", "keyword": "CAF"}),
+    ("view_reminder_by_title", {"title": "To-do list"}), ("view_reminder_by_title", {"title": "nothing"}),
+    ("add_reminder", {"title": "a", "description": "b", "time": "2024-07-15 09:30"}), ("add_reminder", {"title": "c", "description": "d", "time": 5}),
+    ("add_reminder", {"title": "e", "description": "f", "time": None}), ("add_reminder", {"title": "g", "description": "h", "time": "x"}),
+    ("delete_reminder", {"reminder_id": 1}), ("delete_reminder", {"reminder_id": 99}), ("add_reminder", {"title": "i", "description": "j", "time": "y"}),
+    ("view_all_reminders", {}), ("view_reminder_by_title", {"title": "c"}),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("root")
+    ap.add_argument("out")
+    ap.add_argument("--fuzz", type=int, default=20)
+    a = ap.parse_args()
+    utils, decoder, ns, saved = load(a.root)
+    # the originals print (refunds, unknown users); keep stdout clean
+    sys.stdout = open(os.devnull, "w")
+    rng = random.Random(20250824)
+    tasks = []
+    stats = {"milestones": 0, "unparseable": 0}
+    for category in ("multi_step", "multi_turn"):
+        entries = [json.loads(l) for l in open(os.path.join(a.root, "data", f"data_agent_{category}.json")) if l.strip()]
+        answers = {x["id"]: x for x in (json.loads(l) for l in open(os.path.join(a.root, "possible_answer", f"data_agent_{category}.json")) if l.strip())}
+        for entry in entries:
+            answer = answers[entry["id"]]
+            stones = answer["mile_stone"][0] if answer["mile_stone"] and isinstance(answer["mile_stone"][0], list) else answer["mile_stone"]
+            gt = []
+            for stone in stones:
+                stats["milestones"] += 1
+                try:
+                    for call in decoder.ast_parse(stone.strip().strip("[]") and "[" + stone.strip().strip("[]") + "]"):
+                        for name, kwargs in call.items():
+                            gt.append((name, kwargs))
+                except Exception:
+                    stats["unparseable"] += 1
+            variants = {"gt": gt, "nothing": []}
+            if gt:
+                i = rng.randrange(len(gt))
+                variants["drop"] = gt[:i] + gt[i + 1:]
+                variants["duplicate"] = gt[:i + 1] + gt[i:]
+                if len(gt) > 1:
+                    j = rng.randrange(len(gt) - 1)
+                    variants["swap"] = gt[:j] + [gt[j + 1], gt[j]] + gt[j + 2:]
+            fz = fuzz_calls(rng, entry, a.fuzz)
+            variants["fuzz"] = fz
+            variants["fuzz_docs"] = fuzz_calls(rng, entry, min(a.fuzz, 15), undocumented=False)  # fits the 20-step cap through the bridge
+            variants["fuzz_then_gt"] = fz[: a.fuzz // 2] + gt
+            variants["gt_then_fuzz"] = gt + fz[a.fuzz // 2:]
+            variants["paths"] = TRAVEL_PATHS if "Travel" in entry["involved_classes"] else PHONE_PATHS
+            record = {"id": entry["id"], "category": category, "involved_classes": entry["involved_classes"], "initial_config": entry["initial_config"], "variants": []}
+            for kind, calls in variants.items():
+                # each sequence in the task's own executor, and the error texts of the other one too
+                for mode in (category, "multi_turn" if category == "multi_step" else "multi_step"):
+                    if mode != category and kind not in ("fuzz", "paths"):
+                        continue
+                    run = Run(utils, entry, mode)
+                    for name, kwargs in calls:
+                        run.call(name, kwargs)
+                    record["variants"].append({"kind": kind, "mode": mode, "calls": run.calls, "verdict": verdict(ns, saved, run, answer, f"agent_{category}")})
+            tasks.append(record)
+    json.dump({"tasks": tasks, "stats": stats}, open(a.out, "w"))
+    print(f"acebench oracle: {len(tasks)} tasks, {sum(len(v['calls']) for t in tasks for v in t['variants'])} calls, {stats}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
