@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { ACEBENCH_CATEGORIES, ACEBENCH_COMMIT, acebenchDataHash, importAcebench, processAccuracyOf, type AceBenchCategory } from "../envs/acebench/import-acebench.js";
-import { BFCL_CATEGORIES, BFCL_EVAL_VERSION, bfclDataHashes, findBfclPackage, importBfcl, type BfclCategory } from "../envs/bfcl/import-bfcl.js";
+import { ACEBENCH_CATEGORIES, ACEBENCH_COMMIT, acebenchDataHash, importAcebench, processAccuracyOf } from "../envs/acebench/import-acebench.js";
+import { BFCL_CATEGORIES, BFCL_EVAL_VERSION, bfclDataHashes, findBfclPackage, importBfcl } from "../envs/bfcl/import-bfcl.js";
 import type { Benchmark } from "./benchmarks.js";
 
 function pick<T extends string>(all: readonly T[], asked: string[], what: string): T[] {
@@ -57,7 +57,7 @@ export const acebench: Benchmark = {
   defaultFrom: "../shared/benchmarks/acebench",
   describe: "ACEBench-Agent English (multi_step: 20 tasks, multi_turn: 30 conversations with a simulated user), end-to-end state accuracy per category",
   prepare({ from, domain, out }) {
-    const cats = pick(ACEBENCH_CATEGORIES, domain, "ACEBench category") as AceBenchCategory[];
+    const cats = pick(ACEBENCH_CATEGORIES, domain, "ACEBench category");
     if (!existsSync(join(from, "data", "data_agent_multi_step.json"))) throw new Error(`${from} is not an ACEBench agent folder: pass --from (e.g. ../shared/benchmarks/acebench)`);
     const bundles = join(out, "bundles");
     importAcebench(from, bundles, cats);

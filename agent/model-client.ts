@@ -106,7 +106,8 @@ export class ModelClient {
         this.calls++;
         const r = await this.client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, signal ? { signal } : undefined);
         const latency_ms = performance.now() - t0;
-        const m = r.choices[0]?.message as (OpenAI.ChatCompletionMessage & { reasoning_content?: string; reasoning?: string }) | undefined;
+        // reasoning_content / reasoning: the fields reasoning servers (vLLM, llama.cpp) add to a message
+        const m: (OpenAI.ChatCompletionMessage & { reasoning_content?: string; reasoning?: string }) | undefined = r.choices[0]?.message;
         if (!m) throw new EndpointError("the endpoint replied without a choice", null, attempt);
         const message: AgentMessage = { role: "assistant", content: m.content ?? null };
         const calls = (m.tool_calls ?? []).filter((c) => c.type === "function");
@@ -119,7 +120,7 @@ export class ModelClient {
       } catch (e) {
         if (e instanceof EndpointError) throw e;
         if (signal?.aborted) throw new EndpointError("the call was cancelled", null, attempt);
-        const status = e instanceof OpenAI.APIError ? (e.status ?? null) : null;
+        const status = e instanceof OpenAI.APIError && typeof e.status === "number" ? e.status : null;
         if (!retryable(e) || attempt > max) throw new EndpointError(`${(e as Error).message} (after ${attempt} attempt${attempt > 1 ? "s" : ""})`, status, attempt);
         await sleep(Math.min(30_000, base * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5));
       }

@@ -4,7 +4,7 @@ import cliProgress from "cli-progress";
 import pLimit from "p-limit";
 import { episodePage } from "../bridge/record/episode-page.js";
 import { readTrajectories } from "../bridge/record/trajectory-reader.js";
-import { BridgeClient, type BridgeClientOptions } from "../protocol/bridge-client.js";
+import { BridgeClient, type BridgeClientOptions } from "./bridge-client.js";
 import { ModelClient, type ModelClientOptions } from "./model-client.js";
 import { OutcomeLog } from "./outcome-log.js";
 import { reportPage } from "./report-page.js";

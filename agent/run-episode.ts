@@ -1,4 +1,4 @@
-import type { BridgeClient } from "../protocol/bridge-client.js";
+import type { BridgeClient } from "./bridge-client.js";
 import { EndpointError, type AgentMessage, type ModelClient, type Usage } from "./model-client.js";
 import { systemPrompt, type AgentMode, type ScenarioMode } from "./system-prompt.js";
 

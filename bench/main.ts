@@ -32,7 +32,6 @@ const silent = pino({ level: "silent" });
 const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
 
-
 /** The bench's own venv (bench/.venv): the peer's many dependencies stay out of the test venv. */
 function python(): string {
   const venv = join(ROOT, "bench", ".venv");
@@ -124,7 +123,6 @@ async function wire(py: string): Promise<void> {
   rows.push({ what: "64 sessions pipelined over 2 replicas vs 1", ours: fmt(pipe2.steps_per_s!, 0), reference: `${fmt(pipe.steps_per_s!, 0)} on 1 replica`, ratio: versus(pipe2.steps_per_s!, pipe.steps_per_s!, true), target: "— (2 cores, shared with the client)", met: null });
 }
 
-
 /**
  * Where the wire's overhead goes: the same step run in this thread (no hop) and through EnvRuntime
  * (main thread → engine worker → main thread, the price of the watchdog), next to a bare
@@ -204,7 +202,7 @@ async function stateSizes(py: string): Promise<void> {
   const n = quick ? 3 : 8;
   const cases: { name: string; envs: string; scenario: string; action: unknown; state: string; table: string; key: string }[] = [];
   const dir = mkdtempSync(join(tmpdir(), "envscaler-bench-"));
-  const lib = JSON.parse(readFileSync(join(BUNDLED_ENVS, "library", "manifest.json"), "utf8"));
+  const lib = JSON.parse(readFileSync(join(BUNDLED_ENVS, "library", "manifest.json"), "utf8")) as { default_state: unknown };
   writeFileSync(join(dir, "library.json"), JSON.stringify(lib.default_state));
   cases.push({ name: `small (library-v1, ${fmt(JSON.stringify(lib.default_state).length / 1024)} KB)`, envs: join(BUNDLED_ENVS, "library"), scenario: "library-1", action: { name: "get_book", arguments: { book_id: "B001" } }, state: join(dir, "library.json"), table: "books", key: "B001" });
   const medium = mediumBundle(join(dir, "medium"), 200 * 1024);

@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { pino } from "pino";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import { BridgeClient } from "../protocol/bridge-client.js";
+import { BridgeClient } from "../agent/bridge-client.js";
 
 const REPS = 5;
 const CALLS = 200;
@@ -147,8 +147,14 @@ async function main(): Promise<void> {
     await Promise.all(zsessions.map(({ session_id: id }) => zmq.request("close", { session_id: id })));
 
     const out = {
-      round_trip_us: { zmq_bridge: Math.round(z), mcp_sdk_client: Math.round(s), mcp_raw_http: Math.round(w), ratio_sdk: +(s / z).toFixed(2), ratio_raw: +(w / z).toFixed(2), reps: REPS, calls_per_rep: CALLS, server_cpu_ms_per_call: { zmq_replica: +((cpu.zmq * 1000) / (REPS * CALLS)).toFixed(2), mcp: +((cpu.sdk * 1000) / (REPS * CALLS)).toFixed(2) } },
-      concurrent: { sessions: SESSIONS, calls_per_session: PER_SESSION, connect_s: +connectS.toFixed(1), mcp_calls_per_s: Math.round(mcpRate), zmq_steps_per_s: Math.round(zmqRate), zmq_sessions: zn, server_cpu_ms_per_call: { mcp: +mcpCpuMs.toFixed(2), zmq_replica: +zmqCpuMs.toFixed(2) }, load_average: loadavg().map((x) => +x.toFixed(1)), errors, rss_mb_before: rssBefore, rss_mb_with_sessions: rssWith },
+      round_trip_us: {
+        zmq_bridge: Math.round(z), mcp_sdk_client: Math.round(s), mcp_raw_http: Math.round(w), ratio_sdk: +(s / z).toFixed(2), ratio_raw: +(w / z).toFixed(2), reps: REPS, calls_per_rep: CALLS,
+        server_cpu_ms_per_call: { zmq_replica: +((cpu.zmq * 1000) / (REPS * CALLS)).toFixed(2), mcp: +((cpu.sdk * 1000) / (REPS * CALLS)).toFixed(2) },
+      },
+      concurrent: {
+        sessions: SESSIONS, calls_per_session: PER_SESSION, connect_s: +connectS.toFixed(1), mcp_calls_per_s: Math.round(mcpRate), zmq_steps_per_s: Math.round(zmqRate), zmq_sessions: zn,
+        server_cpu_ms_per_call: { mcp: +mcpCpuMs.toFixed(2), zmq_replica: +zmqCpuMs.toFixed(2) }, load_average: loadavg().map((x) => +x.toFixed(1)), errors, rss_mb_before: rssBefore, rss_mb_with_sessions: rssWith,
+      },
     };
     console.log(JSON.stringify(out, null, 2));
   } finally {

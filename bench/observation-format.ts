@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EnvSession } from "../bridge/episode/env-session.js";
+import { bundleStateBase } from "../bridge/state/bundle-state.js";
 import { loadBundle, type EnvBundle } from "../envs/load-bundle.js";
 import { importTaubench } from "../envs/taubench/import-taubench.js";
 
@@ -51,7 +52,7 @@ interface Sample {
 }
 
 async function run(b: EnvBundle, action: (typeof ACTIONS)[number]): Promise<{ step: Sample; open: Sample }> {
-  const base = b.stateBase("airline-test-0");
+  const base = bundleStateBase(b, "airline-test-0");
   const steps: Sample[] = [];
   const opens: Sample[] = [];
   for (let i = 0; i < 9; i++) {

@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import type { Logger } from "pino";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import { BridgeClient } from "../protocol/bridge-client.js";
+import { BridgeClient } from "../agent/bridge-client.js";
 import { fmt, median, type Row, spread, versus } from "./rows.js";
 
 const execFileAsync = promisify(execFile);
@@ -107,7 +107,8 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
     }
     raw.memory = { sessions: live, bytes_per_session: mem };
 
-    const m = { cpu: { ours: [] as number[], openenv: [] as number[] }, rtt: { ours: [] as number[], openenv: [] as number[] }, p99: { ours: [] as number[], openenv: [] as number[] }, pipe: { ours: [] as number[], openenv: [] as number[] }, reset: { ours: [] as number[], openenv: [] as number[] }, burst: { ours: [] as number[], openenv: [] as number[] }, early: { ours: [] as number[], openenv: [] as number[] }, late: { ours: [] as number[], openenv: [] as number[] } };
+    const pair = () => ({ ours: [] as number[], openenv: [] as number[] });
+    const m = { cpu: pair(), rtt: pair(), p99: pair(), pipe: pair(), reset: pair(), burst: pair(), early: pair(), late: pair() };
     const floor = { rtt: [] as number[], pipe: [] as number[] };
     let replyBytes = 0;
     for (let rep = 0; rep < reps; rep++) {

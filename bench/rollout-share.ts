@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import type { Logger } from "pino";
 import { runRollout } from "../agent/rollout.js";
-import { BridgeClient } from "../protocol/bridge-client.js";
+import { BridgeClient } from "../agent/bridge-client.js";
 import type { EpisodeOutcome } from "../agent/run-episode.js";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";

@@ -2,7 +2,9 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { StateBase, type JsonObject } from "../bridge/state/state-base.js";
+// the imports of bridge/ left here, for EnvBundle.stateBase below (see it)
+import { bundleStateBase } from "../bridge/state/bundle-state.js";
+import type { JsonObject, StateBase } from "../bridge/state/state-base.js";
 import { EnvManifest, Scenario } from "./bundle-schema.js";
 
 /** One problem found while loading a bundle, with the file it is in. */
@@ -18,21 +20,18 @@ export class BundleLoadError extends Error {
   }
 }
 
-/** A loaded, schema-valid env bundle. Immutable; state bases are built lazily and shared. */
+/** A loaded, schema-valid env bundle: the parsed files. Immutable; its states are built by bridge/state/bundle-state.ts. */
 export class EnvBundle {
-  private readonly bases = new Map<string, StateBase>();
-  private defaultBase: StateBase | undefined;
-
   constructor(
     readonly dir: string,
     readonly manifest: EnvManifest,
     readonly source: string,
-    private readonly defaultState: JsonObject,
+    readonly defaultState: JsonObject,
     readonly scenarios: ReadonlyMap<string, Scenario>,
     /** SHA-256 over manifest, source, default state and scenarios: identifies exactly what ran. */
     readonly contentHash: string,
     /** The default state file's text, kept for python-format envs (StateBase.fromStateText). */
-    private readonly defaultStateText?: string,
+    readonly defaultStateText?: string,
   ) {}
 
   get id(): string {
@@ -43,23 +42,13 @@ export class EnvBundle {
     return this.scenarios.get(id);
   }
 
-  /** The initial state of a scenario (or of the env's default when `scenarioId` is undefined). */
+  /**
+   * bundleStateBase(this, scenarioId). Kept only for bridge/episode (episode.ts, reference-state.ts),
+   * which is being rewritten on another branch: once they call bundleStateBase, delete this
+   * and the bridge/ imports above (issue 21: the back-arrow envs/ -> bridge/).
+   */
   stateBase(scenarioId?: string): StateBase {
-    this.defaultBase ??= this.defaultStateText !== undefined ? StateBase.fromStateText(this.defaultStateText) : StateBase.fromState(this.defaultState);
-    if (scenarioId === undefined) return this.defaultBase;
-    let base = this.bases.get(scenarioId);
-    if (!base) {
-      const s = this.scenarios.get(scenarioId);
-      if (!s) throw new Error(`unknown scenario ${scenarioId}`);
-      base = s.initial_state ? StateBase.fromState(s.initial_state) : s.state_overrides ? this.defaultBase.withOverrides(s.state_overrides) : this.defaultBase;
-      this.bases.set(scenarioId, base);
-    }
-    return base;
-  }
-
-  /** The full initial state of a scenario as a plain object (for validation; avoid on hot paths). */
-  initialState(scenarioId?: string): JsonObject {
-    return JSON.parse(this.stateBase(scenarioId).toJson()) as JsonObject;
+    return bundleStateBase(this, scenarioId);
   }
 
   scenarioHash(scenarioId: string): string {

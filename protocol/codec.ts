@@ -96,8 +96,10 @@ export function scanFrame(b: Uint8Array, maxDepth = MAX_DEPTH): void {
       /* fixint */
     } else if (t >= 0xa0 && t <= 0xbf) str = t & 0x1f;
     else if (t >= 0x90 && t <= 0x9f) container = t & 0x0f;
-    else if (t >= 0x80 && t <= 0x8f) (container = t & 0x0f), (map = true);
-    else {
+    else if (t >= 0x80 && t <= 0x8f) {
+      container = t & 0x0f;
+      map = true;
+    } else {
       switch (t) {
         case 0xc0: case 0xc2: case 0xc3: break; // nil, false, true
         case 0xcc: case 0xd0: need(1); pos += 1; break;

@@ -135,7 +135,10 @@ export const RESULT_SCHEMAS = {
   finish: StepResultSchema,
   state: z.object({ state_json: z.string(), state_hash: z.string() }),
   close: z.object({ closed: z.literal(true) }),
-  stats: z.looseObject({ replica: z.number().int(), instance: z.string(), uptime_s: z.number(), sessions: z.number().int(), requests: z.number().int(), errors: z.number().int(), in_flight: z.number().int(), hard_stops: z.number().int(), restored: z.number().int(), lost: z.number().int(), workers: z.array(z.number().int()) }),
+  stats: z.looseObject({
+    replica: z.number().int(), instance: z.string(), uptime_s: z.number(), sessions: z.number().int(), requests: z.number().int(), errors: z.number().int(),
+    in_flight: z.number().int(), hard_stops: z.number().int(), restored: z.number().int(), lost: z.number().int(), workers: z.array(z.number().int()),
+  }),
   snapshot: z.object({ snapshot_id: z.string(), step: z.number().int(), bytes: z.number().int(), state_hash: z.string() }),
   fork: ForkResultSchema,
   restore: ForkResultSchema.omit({ session_id: true }),

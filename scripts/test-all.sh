@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d node_modules ] || bash scripts/install.sh
+# suites that read ../shared (tests/shared-data.ts) skip in a clone without it; where it is there
+# (CI), a missing file fails them instead, so they cannot skip unnoticed
+if [ -d "${ENVSCALER_SHARED:-../shared}" ]; then export ENVSCALER_SHARED_REQUIRED=1; fi
 npm run build
 # the BFCL parity tests (vitest) run the original classes of the pinned bfcl-eval from this venv. It
 # goes in without its dependencies (they pull torch and model SDKs); its multi-turn classes need only

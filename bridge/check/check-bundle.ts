@@ -6,6 +6,7 @@ import { EnvLoadError, EnvSession } from "../episode/env-session.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { ToolValidator } from "../episode/tool-validator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import { bundleInitialState, bundleStateBase } from "../state/bundle-state.js";
 import { syntaxErrorLocation } from "./syntax-error-location.js";
 import { PROGRAMMING_ERRORS, probeValue } from "./tool-probe.js";
 
@@ -86,13 +87,13 @@ async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progre
   for (const tool of m.tools) {
     const name = tool.function.name;
     if (called.has(name)) continue;
-    const args = probeValue(tool.function.parameters as Record<string, unknown>);
+    const args = probeValue(tool.function.parameters);
     if (args === null || typeof args !== "object" || Array.isArray(args) || validator.check(name, args as Record<string, unknown>)) {
       unprobed.push(name);
       continue;
     }
     progress(`${m.source_file}: probing ${name}, which no reference solution calls`);
-    const session = await EnvSession.open(bundle, bundle.stateBase(), { seed: SEED });
+    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: SEED });
     try {
       const out = session.call(name, args as Record<string, unknown>);
       if (out.kind === "error" && PROGRAMMING_ERRORS.has(out.error.name)) {
@@ -120,7 +121,7 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
 
   progress(`${m.source_file}: loading class ${m.class_name}`);
   try {
-    const session = await EnvSession.open(bundle, bundle.stateBase(), { seed: SEED });
+    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: SEED });
     const toolNames = m.tools.map((t) => t.function.name);
     const missing = toolNames.filter((n) => !session.methods.includes(n));
     if (missing.length) report.problems.push(`${m.source_file}: class ${m.class_name} has no method for tools ${missing.join(", ")}`);
@@ -147,8 +148,8 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     const fit = (label: string, state: unknown) => {
       if (!validate(state)) report.problems.push(`${label}: initial state does not fit state_schema: ${(validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message}`).join("; ")}`);
     };
-    fit("manifest.json default state", bundle.initialState());
-    for (const id of bundle.scenarios.keys()) fit(`scenarios.json ${id}`, bundle.initialState(id));
+    fit("manifest.json default state", bundleInitialState(bundle));
+    for (const id of bundle.scenarios.keys()) fit(`scenarios.json ${id}`, bundleInitialState(bundle, id));
   }
 
   const refs = new ReferenceCache();

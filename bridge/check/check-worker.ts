@@ -1,9 +1,8 @@
-// Worker thread for `envscaler check`: validates one bundle, reporting each guest call's deadline
-// in a shared buffer so the parent can stop this thread when a native builtin ignores it (see
-// checkBundleIsolated). Nothing here outlives the bundle it checks.
+// Worker thread for `envscaler check`: validates one bundle under the watchdog of
+// runWatchedWorker (checkBundleIsolated). Nothing here outlives the bundle it checks.
 import { parentPort, workerData } from "node:worker_threads";
 import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
-import { setCallMonitor } from "../sandbox/sandbox.js";
+import { reportCallDeadlines } from "../engine/watched-worker.js";
 import { checkBundle, type CheckReport } from "./check-bundle.js";
 
 process.env.TZ = "UTC";
@@ -14,16 +13,7 @@ interface CheckWorkerInit {
 }
 const init = workerData as CheckWorkerInit;
 const port = parentPort!;
-const watch = new Float64Array(init.watch);
-
-setCallMonitor({
-  start(deadlineMs) {
-    watch[0] = deadlineMs;
-  },
-  end() {
-    watch[0] = 0;
-  },
-});
+reportCallDeadlines(init.watch);
 
 let report: CheckReport;
 try {

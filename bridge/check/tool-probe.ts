@@ -10,7 +10,7 @@ export function probeValue(schema: Schema): unknown {
   if ("const" in schema) return schema.const;
   if (schema.default !== undefined) return schema.default;
   for (const k of ["anyOf", "oneOf"] as const) if (Array.isArray(schema[k]) && schema[k].length) return probeValue(schema[k][0] as Schema);
-  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  const type: unknown = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
     case "string": {
       const min = typeof schema.minLength === "number" ? schema.minLength : 1;

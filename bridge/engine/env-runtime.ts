@@ -452,7 +452,10 @@ export class EnvRuntime {
       const { info: i } = result;
       this.record({
         t: "episode_end", episode_id: episodeId, how: "finish",
-        result: { step: i.step, observation: result.observation, reward: result.reward, terminated: result.terminated, truncated: result.truncated, state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error },
+        result: {
+          step: i.step, observation: result.observation, reward: result.reward, terminated: result.terminated, truncated: result.truncated,
+          state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error,
+        },
       });
       rec.ended = true;
     }
@@ -504,20 +507,18 @@ export class EnvRuntime {
     let inputs: EpisodeInputs;
     let body: RequestBody;
     let from: ForkResult["forked_from"];
-    let parent: EpisodeRecord;
     let opening: Opening | undefined;
     if ("snapshot_id" in source) {
       const snap = this.snapshots.get(source.snapshot_id);
       if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
       if (snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
       ({ engine } = snap);
-      parent = snap.owner;
       inputs = structuredClone(snap.inputs);
       opening = snap.opening;
       body = { op: "fork", episode: episodeId, from_snapshot: snap.id };
       from = { snapshot_id: snap.id, step: snap.step };
     } else {
-      parent = this.episode(source.episode_id);
+      const parent = this.episode(source.episode_id);
       const live = await this.liveEngine(parent);
       if (!live) throw new RuntimeError(parent.dead?.code ?? "closed", parent.dead?.message ?? "the runtime is closed");
       engine = live;

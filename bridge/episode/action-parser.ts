@@ -97,7 +97,7 @@ function looksLikeCalls(v: unknown): boolean {
 }
 
 function flattenCalls(values: unknown[]): unknown[] {
-  return values.flatMap((v) => (Array.isArray(v) ? v : isRecord(v) && Array.isArray(v.tool_calls) ? v.tool_calls : [v]));
+  return values.flatMap((v): unknown[] => (Array.isArray(v) ? (v as unknown[]) : isRecord(v) && Array.isArray(v.tool_calls) ? (v.tool_calls as unknown[]) : [v]));
 }
 
 /**

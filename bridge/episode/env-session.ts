@@ -217,7 +217,7 @@ function readCall(v: unknown): { result: string; text?: string; error?: { name: 
   } catch {
     throw invalid("tool result");
   }
-  return o.text === undefined ? { result: o.result, changes } : { result: o.result, text: o.text as string, changes };
+  return o.text === undefined ? { result: o.result, changes } : { result: o.result, text: o.text, changes };
 }
 
 export { SandboxFault };

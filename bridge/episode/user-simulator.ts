@@ -254,9 +254,8 @@ export class ScriptedUserSimulator implements UserSimulator {
     return copy;
   }
 
-  private async take(): Promise<string> {
+  private take(): Promise<string> {
     const r = this.replies[this.next++];
-    if (r === undefined) throw new UserSimulatorError(`the recording has only ${this.replies.length} user replies`);
-    return r;
+    return r === undefined ? Promise.reject(new UserSimulatorError(`the recording has only ${this.replies.length} user replies`)) : Promise.resolve(r);
   }
 }

@@ -121,7 +121,7 @@ function rolloutOf(body: unknown): string | null {
   return rollout.trim();
 }
 
-function snapshotRoute(ctx: ControlContext, method: string, parts: string[], body: unknown): Promise<unknown> | unknown {
+function snapshotRoute(ctx: ControlContext, method: string, parts: string[], body: unknown): unknown {
   let id: string;
   try {
     id = decodeURIComponent(parts[1] ?? "");

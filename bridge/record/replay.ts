@@ -2,7 +2,7 @@ import { EnvRegistry } from "../../envs/registry.js";
 import { Episode, type StepResult } from "../episode/episode.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { ScriptedUserSimulator } from "../episode/user-simulator.js";
-import { canonicalJson } from "../state/canonical-json.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { RecordedEpisode } from "./trajectory-reader.js";
 
 export interface Divergence {
@@ -37,7 +37,9 @@ export function firstDifference(expected: string, actual: string): { expected: s
   return { expected: show(expected), actual: show(actual) };
 }
 
-function compare(step: number, recorded: { observation: unknown; state_hash: string; reward?: number; terminated?: boolean; diff?: unknown[] }, got: { observation: unknown; state_hash: string; reward?: number; terminated?: boolean; diff?: unknown[] }): Divergence | undefined {
+type Compared = { observation: unknown; state_hash: string; reward?: number; terminated?: boolean; diff?: unknown[] };
+
+function compare(step: number, recorded: Compared, got: Compared): Divergence | undefined {
   const eo = canonicalJson(recorded.observation);
   const ao = canonicalJson(got.observation);
   if (eo !== ao) return { step, what: "observation", ...firstDifference(eo, ao) };

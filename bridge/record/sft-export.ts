@@ -144,7 +144,7 @@ export function flattenQwen(r: SftRecord): { system: string; turns: { role: "use
     else if (m.role === "user") push("user", m.content ?? "");
     else if (m.role === "tool") push("user", `<tool_response>\n${m.content ?? ""}\n</tool_response>`);
     else {
-      const calls = (m.tool_calls ?? []).map((c) => `<tool_call>\n${JSON.stringify({ name: c.function.name, arguments: JSON.parse(c.function.arguments) })}\n</tool_call>`);
+      const calls = (m.tool_calls ?? []).map((c) => `<tool_call>\n${JSON.stringify({ name: c.function.name, arguments: JSON.parse(c.function.arguments) as unknown })}\n</tool_call>`);
       push("assistant", withThink(m.reasoning_content, [m.content ?? "", ...calls].filter(Boolean).join("\n")));
     }
   }
@@ -217,7 +217,9 @@ export function toShareGpt(r: SftRecord): ShareGptRecord {
 export type SftFormat = "chat" | "alpaca" | "sharegpt";
 
 /** Filtered episodes in one of the three formats, one JSON object per element (JSONL lines). */
-export function exportSft(episodes: RecordedEpisode[], format: SftFormat, filter: SftFilter | ((e: RecordedEpisode) => SftFilter), system?: (e: RecordedEpisode) => string): { records: object[]; kept: number; dropped: { episode_id: string; why: string }[] } {
+export function exportSft(
+  episodes: RecordedEpisode[], format: SftFormat, filter: SftFilter | ((e: RecordedEpisode) => SftFilter), system?: (e: RecordedEpisode) => string,
+): { records: object[]; kept: number; dropped: { episode_id: string; why: string }[] } {
   const records: object[] = [];
   const dropped: { episode_id: string; why: string }[] = [];
   let kept = 0;

@@ -184,15 +184,14 @@ export function readTrajectories(path: string): TrajectoryFile {
     const checked = schema.safeParse(p.record);
     if (!checked.success) {
       const issue = checked.error.issues[0]!;
-      return void skipped.push({ line: i + 1, reason: `malformed ${t} record: ${issue.path.join(".") || "(record)"}: ${issue.message}` });
+      return void skipped.push({ line: i + 1, reason: `malformed ${String(t)} record: ${issue.path.join(".") || "(record)"}: ${issue.message}` });
     }
     const r = p.record as unknown as TrajectoryRecord;
     if (r.t === "episode_start") {
       const ep: RecordedEpisode = { start: r, steps: [], complete: false, userReplies: [...r.user_replies] };
       byId.set(r.episode_id, ep);
       episodes.push(ep);
-    }
-    else {
+    } else {
       const ep = byId.get(r.episode_id);
       if (!ep) return void skipped.push({ line: i + 1, reason: `record for episode ${r.episode_id} before its start` });
       if (r.t === "step") {

@@ -122,6 +122,8 @@ async function instantiate(maxBytes: number): Promise<BlankInstance> {
     },
   };
   let raw: WasmExports | undefined;
+  // assigned once below, but read by the resize hook defined before it (a const would be in its TDZ there)
+  // eslint-disable-next-line prefer-const
   let inst: BlankInstance | undefined;
   const exports = await make({
     wasmMemory: memory,
@@ -532,5 +534,3 @@ function heapTop(u8: Uint8Array): number {
   for (let w = words.length - 1; w >= 0; w--) if (words[w] !== 0) return Math.ceil(((w + 1) * 4) / PAGE) * PAGE;
   return 0;
 }
-
-

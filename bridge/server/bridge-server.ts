@@ -207,7 +207,16 @@ export class BridgeServer {
           server_version: SERVER_VERSION,
           replica: this.replica,
           instance: this.instance,
-          limits: { max_frame_bytes: this.limits.maxFrameBytes, max_sessions: this.limits.maxSessions, max_in_flight: this.limits.maxInFlight, idle_timeout_s: this.limits.idleTimeoutS, max_depth: MAX_DEPTH, max_batch: this.limits.maxSessions, max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions, ...this.runtime.limits() },
+          limits: {
+            max_frame_bytes: this.limits.maxFrameBytes,
+            max_sessions: this.limits.maxSessions,
+            max_in_flight: this.limits.maxInFlight,
+            idle_timeout_s: this.limits.idleTimeoutS,
+            max_depth: MAX_DEPTH,
+            max_batch: this.limits.maxSessions,
+            max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions,
+            ...this.runtime.limits(),
+          },
           ops: [...OPS],
         };
       case "list_envs":
@@ -365,7 +374,7 @@ export class BridgeServer {
     try {
       s = this.sessions.get(sessionId);
     } catch (e) {
-      return Promise.reject(e);
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
     s.busy++;
     const run = s.tail.then(() => {

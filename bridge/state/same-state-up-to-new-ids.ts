@@ -1,31 +1,10 @@
-import { canonicalJson } from "./canonical-json.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { StateView } from "./state-base.js";
+import { changeSet, changeSetText, type Change } from "./state-changes.js";
 import { sameState } from "./state-tracker.js";
 
 /** Candidate pairings tried before giving up on records that are identical apart from their ids. */
 const MAX_PAIRINGS = 5000;
-
-interface Change {
-  collection: string;
-  id: string;
-  /** Parsed record, or null when the record was deleted. */
-  value: unknown;
-}
-
-/** Records (and top-level values) that differ from the base the view sits on. */
-function changes(v: StateView): { records: Change[]; top: [string, unknown][] } {
-  const records: Change[] = [];
-  for (const [collection, recs] of v.records) {
-    for (const [id, json] of recs) {
-      const base = v.base.record(collection, id);
-      if (base !== undefined && json !== null && canonicalJson(JSON.parse(base)) === canonicalJson(JSON.parse(json))) continue;
-      records.push({ collection, id, value: json === null ? null : JSON.parse(json) });
-    }
-  }
-  const top: [string, unknown][] = [];
-  for (const [key, val] of v.top) top.push([key, typeof val === "string" ? JSON.parse(val) : "*"]);
-  return { records, top };
-}
 
 /** Records that exist in the view but not in its base: what the episode created. */
 function created(v: StateView, records: Change[]): Change[] {
@@ -51,12 +30,6 @@ function renamer(map: Map<string, string>): (value: unknown) => unknown {
   return walk;
 }
 
-function canonicalChanges(records: Change[], top: [string, unknown][], rename: (v: unknown) => unknown): string {
-  const out = records.map((c) => `${c.collection}\u0000${rename(c.id) as string}\u0000${canonicalJson(rename(c.value))}`);
-  for (const [key, val] of top) out.push(`${key}\u0001${canonicalJson(rename(val))}`);
-  return out.sort().join("\n");
-}
-
 /**
  * True when `a` equals `b` once the records `a` created are renamed to the ones `b` created: two
  * solutions that do the same work in another order get sequential ids in another order (loan L0025
@@ -68,12 +41,12 @@ function canonicalChanges(records: Change[], top: [string, unknown][], rename: (
  */
 export function sameStateUpToNewIds(a: StateView, b: StateView): boolean {
   if (sameState(a, b)) return true;
-  const ca = changes(a);
-  const cb = changes(b);
+  const ca = changeSet(a);
+  const cb = changeSet(b);
   const newA = created(a, ca.records);
   const newB = created(b, cb.records);
   if (newA.length === 0 || newA.length !== newB.length) return false;
-  const target = canonicalChanges(cb.records, cb.top, (v) => v);
+  const target = changeSetText(cb);
 
   // mask every created id (of either side) by its collection, then group the created records by content
   const mask = renamer(new Map([...newA, ...newB].map((c) => [c.id, `\u0000new:${c.collection}`])));
@@ -95,7 +68,7 @@ export function sameStateUpToNewIds(a: StateView, b: StateView): boolean {
   const search = (gi: number): boolean => {
     if (gi === list.length) {
       tried++;
-      return canonicalChanges(ca.records, ca.top, renamer(pairing)) === target;
+      return changeSetText(ca, renamer(pairing)) === target;
     }
     const g = list[gi]!;
     const used = new Set<string>();

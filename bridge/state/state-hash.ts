@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { canonicalJson } from "./canonical-json.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 
 const MOD = 1n << 256n;
 

@@ -1,6 +1,6 @@
-import { canonicalJson } from "./canonical-json.js";
 import { diffJson, pointer, type PatchOp } from "./json-patch.js";
 import { StateView, type StateBase } from "./state-base.js";
+import { changeSet, changeSetText } from "./state-changes.js";
 import { collectionEntry, recordEntry, type StateHash, topEntries } from "./state-hash.js";
 
 /** What the guest reports after each call: records that may have changed, and top-level values that did. */
@@ -46,13 +46,13 @@ export class StateTracker {
     if (!(this.view.top.get(coll) instanceof Object)) return; // collection no longer present as a collection
     const prev = this.view.record(coll, id);
     if ((json ?? undefined) === prev) return;
-    const before = prev === undefined ? undefined : JSON.parse(prev);
-    const after = json === null ? undefined : JSON.parse(json);
+    const before: unknown = prev === undefined ? undefined : JSON.parse(prev);
+    const after: unknown = json === null ? undefined : JSON.parse(json);
     diffJson(before, after, pointer(coll, id), ops);
     if (prev !== undefined) this.hash.remove(recordEntry(coll, id, prev));
     if (json !== null) this.hash.add(recordEntry(coll, id, json));
     let recs = this.view.records.get(coll);
-    if (!recs) this.view.records.set(coll, (recs = new Map()));
+    if (!recs) this.view.records.set(coll, (recs = new Map<string, string | null>()));
     const baseJson = this.base.record(coll, id);
     if ((json ?? undefined) === baseJson) recs.delete(id);
     else recs.set(id, json);
@@ -62,7 +62,7 @@ export class StateTracker {
     const prev = this.view.top.get(key);
     if (prev !== undefined && typeof prev !== "string") {
       // a whole collection was replaced or removed: rare, so done the simple way
-      const before = JSON.parse(this.view.toJsonOf(key));
+      const before: unknown = JSON.parse(this.view.toJsonOf(key));
       this.hash.remove(collectionEntry(key));
       for (const id of this.view.ids(key)) this.hash.remove(recordEntry(key, id, this.view.record(key, id)!));
       this.view.records.delete(key);
@@ -90,19 +90,5 @@ export class StateTracker {
 
 /** True when two views over the same base hold equal states (compares only what changed). */
 export function sameState(a: StateView, b: StateView): boolean {
-  return canonicalChanges(a) === canonicalChanges(b);
-}
-
-function canonicalChanges(v: StateView): string {
-  const out: string[] = [];
-  for (const [coll, recs] of v.records) {
-    for (const [id, json] of recs) {
-      const base = v.base.record(coll, id);
-      const cur = json === null ? "null" : canonicalJson(JSON.parse(json));
-      if (base !== undefined && json !== null && canonicalJson(JSON.parse(base)) === cur) continue;
-      out.push(`${coll}\u0000${id}\u0000${cur}`);
-    }
-  }
-  for (const [key, val] of v.top) out.push(`${key}\u0001${typeof val === "string" ? canonicalJson(JSON.parse(val)) : "*"}`);
-  return out.sort().join("\n");
+  return changeSetText(changeSet(a)) === changeSetText(changeSet(b));
 }

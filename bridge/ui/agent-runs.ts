@@ -93,7 +93,15 @@ export class AgentRuns {
     };
     const signal = run.controller.signal;
     const model = new StreamedModel(
-      { baseURL: req.base_url, apiKey: req.api_key || undefined, model: req.model, timeoutMs: req.timeout_s * 1000, maxRetries: req.max_retries, backoffMs: 500, sampling: req.temperature === undefined ? {} : { temperature: req.temperature } },
+      {
+        baseURL: req.base_url,
+        apiKey: req.api_key || undefined,
+        model: req.model,
+        timeoutMs: req.timeout_s * 1000,
+        maxRetries: req.max_retries,
+        backoffMs: 500,
+        sampling: req.temperature === undefined ? {} : { temperature: req.temperature },
+      },
       signal,
       emit,
     );

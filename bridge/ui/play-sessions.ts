@@ -51,12 +51,12 @@ export interface ScoreError {
 
 function scoreError(e: unknown): ScoreError {
   const x = asApiError(e);
-  return { error: x instanceof ApiError ? { code: x.code, message: x.message } : { code: "internal_error", message: String((x as Error)?.message ?? x) } };
+  return { error: x instanceof ApiError ? { code: x.code, message: x.message } : { code: "internal_error", message: String((x)?.message ?? x) } };
 }
 
-function asApiError(e: unknown): unknown {
+function asApiError(e: unknown): Error {
   if (e instanceof RuntimeError) return new ApiError(statusFor(e.code), e.code, e.message);
-  return e;
+  return e instanceof Error ? e : new Error(String(e));
 }
 
 /**
@@ -132,7 +132,7 @@ export class PlaySessions {
     const l: Live = { page, scenarioId, mode: found.scenario.mode, lastUsed: Date.now(), ended: false, step: 0, history: [], agent: null };
     this.live.set(r.episode_id, l);
     // the full state goes once, whatever its size: the page applies each step's diff to it
-    const state = JSON.parse(await this.rt.state(r.episode_id).catch((e) => Promise.reject(asApiError(e))));
+    const state: unknown = JSON.parse(await this.rt.state(r.episode_id).catch((e) => Promise.reject(asApiError(e))));
     // a conversation the simulated user stopped in its opening message has nothing to score yet but its end
     return { ...r, state, live_scoring: true, score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(l) };
   }
@@ -257,7 +257,8 @@ export class PlaySessions {
       for (const h of dropped) await this.rt.dropSnapshot(h.snapshot_id).catch(() => undefined);
       l.step = r.step;
       l.ended = false;
-      return { step: r.step, state_hash: r.state_hash, state: JSON.parse(await this.rt.state(id)), score: await this.scoreNow(id).catch(scoreError), undo: this.undoInfo(l) };
+      const state: unknown = JSON.parse(await this.rt.state(id));
+      return { step: r.step, state_hash: r.state_hash, state, score: await this.scoreNow(id).catch(scoreError), undo: this.undoInfo(l) };
     });
   }
 
@@ -281,7 +282,8 @@ export class PlaySessions {
       }
       const child: Live = { page: l.page, scenarioId: l.scenarioId, mode: l.mode, lastUsed: Date.now(), ended: false, step: r.step, history: [], agent: null };
       this.live.set(r.episode_id, child);
-      return { ...r, state: JSON.parse(await this.rt.state(r.episode_id)), score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(child), parent: id };
+      const state: unknown = JSON.parse(await this.rt.state(r.episode_id));
+      return { ...r, state, score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(child), parent: id };
     });
   }
 

@@ -40,7 +40,8 @@ const APP_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; scr
 // the episode page (the same HTML `envscaler view` writes) has inline CSS and no scripts; the app frames it
 const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'";
 
-type Handler = (req: IncomingMessage, url: URL, res: ServerResponse) => Promise<unknown>;
+/** A route: its result (or what its promise resolves to) is the JSON reply. */
+type Handler = (req: IncomingMessage, url: URL, res: ServerResponse) => unknown;
 
 /**
  * `envscaler ui`: the web playground, served by this process with node:http. One EnvRuntime for
@@ -157,7 +158,7 @@ export class UiServer {
     const body = readJsonBody;
     const num = (v: string | null) => (v === null || v === "" ? undefined : Number.isFinite(Number(v)) ? Number(v) : badNumber(v));
 
-    r("GET /api/info", async () => ({
+    r("GET /api/info", () => ({
       envs: this.catalog.list().length,
       trajectories: this.trajectories.root,
       user_attached: !!this.options.user,
@@ -165,8 +166,8 @@ export class UiServer {
       agent: { base_url: this.options.agent?.baseURL ?? "", model: this.options.agent?.model ?? "", running: this.agents.running() },
       snapshots: { per_episode: this.options.maxSnapshots ?? 32, mb: this.options.maxSnapshotMb ?? 512 },
     }));
-    r("GET /api/envs", async (_req, url) => ({ envs: this.catalog.list(url.searchParams.get("q") ?? "") }));
-    r("GET /api/env", async (_req, url) => this.catalog.get(url.searchParams.get("id") ?? ""));
+    r("GET /api/envs", (_req, url) => ({ envs: this.catalog.list(url.searchParams.get("q") ?? "") }));
+    r("GET /api/env", (_req, url) => this.catalog.get(url.searchParams.get("id") ?? ""));
 
     r("POST /api/play/start", async (req) => {
       const b = await body(req);
@@ -201,21 +202,21 @@ export class UiServer {
 
     r("POST /api/agent/start", async (req) => this.agents.start(agentRequest(await body(req))));
     r("POST /api/agent/stop", async (req) => this.agents.stop(str(await body(req), "run_id")));
-    r("GET /api/agent/events", async (req, url, res) => {
+    r("GET /api/agent/events", (req, url, res) => {
       const last = req.headers["last-event-id"];
       this.agents.stream(url.searchParams.get("run_id") ?? "", (Array.isArray(last) ? last[0] : last) ?? url.searchParams.get("after") ?? undefined, res);
     });
     r("GET /api/play/state", async (_req, url) => ({ state: await this.play.state(url.searchParams.get("episode_id") ?? "") }));
 
-    r("GET /api/trajectories", async (_req, url) => {
+    r("GET /api/trajectories", (_req, url) => {
       const q = url.searchParams;
       return {
         root: this.trajectories.root,
         ...this.trajectories.list({ env: q.get("env") || undefined, scenario: q.get("scenario") || undefined, endReason: q.get("end_reason") || undefined, minReward: num(q.get("min_reward")), maxReward: num(q.get("max_reward")) }),
       };
     });
-    r("GET /api/trajectories/episode", async (_req, url) => this.trajectories.episode(url.searchParams.get("file") ?? "", url.searchParams.get("id") ?? ""));
-    r("GET /trajectories/page", async (_req, url, res) => {
+    r("GET /api/trajectories/episode", (_req, url) => this.trajectories.episode(url.searchParams.get("file") ?? "", url.searchParams.get("id") ?? ""));
+    r("GET /trajectories/page", (_req, url, res) => {
       const html = this.trajectories.page(url.searchParams.get("file") ?? "", url.searchParams.get("id") ?? "");
       res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-security-policy": PAGE_CSP, "cache-control": "no-cache" });
       res.end(html);
@@ -226,7 +227,8 @@ export class UiServer {
     });
     r("POST /api/trajectories/export", async (req) => {
       const items = (await body(req)).items;
-      if (!Array.isArray(items) || items.length === 0 || !items.every((i) => i && typeof i.file === "string" && typeof i.episode_id === "string")) {
+      const isItem = (i: unknown) => typeof i === "object" && i !== null && typeof (i as Record<string, unknown>).file === "string" && typeof (i as Record<string, unknown>).episode_id === "string";
+      if (!Array.isArray(items) || items.length === 0 || !items.every(isItem)) {
         throw new ApiError(400, "bad_request", "items must be a non-empty list of {file, episode_id}");
       }
       const { records, left_out } = this.trajectories.exportSft(items as { file: string; episode_id: string }[]);

@@ -14,7 +14,7 @@ export const checkCommand: CommandModule<object, CheckArgs> = {
   builder: (y: Argv) =>
     y
       .positional("paths", { type: "string", array: true, demandOption: true, describe: "a bundle folder, or a folder of bundles" })
-      .option("quiet", { type: "boolean", default: false, describe: "print only failing bundles" }) as Argv<CheckArgs>,
+      .option("quiet", { type: "boolean", default: false, describe: "print only failing bundles" }),
   handler: async (args: ArgumentsCamelCase<CheckArgs>) => {
     let failed = 0;
     let total = 0;

@@ -3,7 +3,7 @@ import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/registry.js";
-import { BridgeClient } from "../../protocol/bridge-client.js";
+import { BridgeClient } from "../../agent/bridge-client.js";
 import { closeMatches } from "./close-matches.js";
 
 interface DemoArgs {
@@ -31,7 +31,7 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
       .option("envs", { type: "string", default: BUNDLED_ENVS, describe: "bundle folder(s)" })
       .option("scenario", { type: "string", describe: "scenario id (default: the first task scenario with a reference solution)" })
       .option("seed", { type: "number", default: 0 })
-      .option("endpoint", { type: "string", default: "tcp://127.0.0.1:*", describe: "where the demo bridge listens (* = a free port)" }) as Argv<DemoArgs>,
+      .option("endpoint", { type: "string", default: "tcp://127.0.0.1:*", describe: "where the demo bridge listens (* = a free port)" }),
   handler: async (args: ArgumentsCamelCase<DemoArgs>) => {
     // the reference solution is not part of the protocol (agents must not see it): read it locally
     const all = EnvRegistry.load([args.envs]).list().flatMap((b) => [...b.scenarios.values()]);
@@ -47,24 +47,24 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
     const { endpoints } = await supervisor.start();
     const client = new BridgeClient(endpoints[0]!);
     try {
-      const hello = (await client.request("hello", { client: "envscaler demo" })) as { protocol_version: number };
+      const hello = await client.request<{ protocol_version: number }>("hello", { client: "envscaler demo" });
       console.log(`bridge at ${endpoints[0]} (protocol v${hello.protocol_version})`);
-      const { session_id, observation, info } = (await client.request("reset", { scenario_id: scenario.id, seed: args.seed })) as {
+      const { session_id, observation, info } = await client.request<{
         session_id: string;
         observation: { content: string };
         info: { env_id: string; scenario_id: string; seed: number; tools: unknown[] };
-      };
+      }>("reset", { scenario_id: scenario.id, seed: args.seed });
       console.log(`env ${info.env_id} · scenario ${info.scenario_id} · seed ${info.seed} · ${info.tools.length} tools\n`);
       console.log(`TASK: ${observation.content}\n`);
       for (const action of scenario.reference_actions ?? []) {
-        const r = (await client.request("step", { session_id, action })) as WireStep;
+        const r = await client.request<WireStep>("step", { session_id, action });
         console.log(`→ ${action.name}(${JSON.stringify(action.arguments)})`);
         console.log(`  ${clip(r.observation.content)}`);
         for (const op of r.info.diff) console.log(`  Δ ${op.op} ${op.path}${op.value !== undefined ? ` = ${clip(JSON.stringify(op.value), 120)}` : ""}`);
       }
       // a text reply ends a task episode; a conversation with no simulated user attached is ended by the client
-      let end = scenario.reference_messages?.length ? ((await client.request("step", { session_id, action: scenario.reference_messages.join("\n") })) as WireStep) : undefined;
-      if (!end || !(end.terminated || end.truncated)) end = (await client.request("finish", { session_id })) as WireStep;
+      let end = scenario.reference_messages?.length ? (await client.request<WireStep>("step", { session_id, action: scenario.reference_messages.join("\n") })) : undefined;
+      if (!end || !(end.terminated || end.truncated)) end = await client.request<WireStep>("finish", { session_id });
       console.log(`\nreward ${end.reward} (${end.info.end_reason})`);
       for (const c of end.info.reward_info?.checks ?? []) console.log(`  ${c.passed ? "✓" : "✗"} ${c.description}${c.error ? ` — ${c.error}` : ""}`);
       await client.request("close", { session_id });

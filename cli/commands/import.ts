@@ -22,7 +22,7 @@ export const importCommand: CommandModule<object, ImportArgs> = {
       .option("out", { type: "string", demandOption: true, describe: "where to write the bundles" })
       .option("domain", { choices: ["retail", "airline"] as const, array: true, describe: "tau-bench: only these domains" })
       .option("category", { choices: [...BFCL_CATEGORIES, ...ACEBENCH_CATEGORIES], array: true, describe: "bfcl, acebench: only these categories" })
-      .option("python", { type: "string", describe: "bfcl: the Python interpreter that has bfcl-eval installed (default: $BFCL_PYTHON or python3)" }) as unknown as Argv<ImportArgs>,
+      .option("python", { type: "string", describe: "bfcl: the Python interpreter that has bfcl-eval installed (default: $BFCL_PYTHON or python3)" }),
   handler: (args: ArgumentsCamelCase<ImportArgs>) => {
     if (args.source === "acebench") {
       const from = args.from ?? "../shared/benchmarks/acebench";

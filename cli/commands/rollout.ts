@@ -48,7 +48,7 @@ export function rolloutOptions<T>(y: Argv<T>): Argv<T> {
     .option("seed", { type: "number", default: 0, describe: "seed of trial 0" })
     .option("concurrency", { type: "number", default: 4, describe: "episodes in flight" })
     .option("max-steps", { type: "number", describe: "agent steps per episode (default: the scenario's max_steps)" })
-    .option("agent-mode", { choices: ["fc", "prompt"] as const, default: "fc" as AgentMode, describe: "fc: the tools API; prompt: tools in the system prompt, <tool_call> text" })
+    .option("agent-mode", { choices: ["fc", "prompt"] as const, default: "fc", describe: "fc: the tools API; prompt: tools in the system prompt, <tool_call> text" })
     .option("model", { type: "string", demandOption: true, describe: "the agent's model" })
     .option("base-url", { type: "string", describe: "the agent's OpenAI-compatible endpoint (default: OPENAI_BASE_URL)" })
     .option("api-key", { type: "string", describe: "default: OPENAI_API_KEY" })
@@ -75,7 +75,7 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
     try {
       extraBody = JSON.parse(args.extraBody) as Record<string, unknown>;
     } catch (e) {
-      throw new Error(`--extra-body is not JSON: ${(e as Error).message}`);
+      throw new Error(`--extra-body is not JSON: ${(e as Error).message}`, { cause: e });
     }
   }
   const wantsUser = Boolean(args.userModel || args.userBaseUrl);

@@ -59,7 +59,7 @@ export const replayCommand: CommandModule<object, ReplayArgs> = {
       .positional("file", { type: "string", demandOption: true })
       .option("episode", { type: "string", describe: "only this episode id" })
       .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folders the episodes were played on" })
-      .option("json", { type: "boolean", default: false, describe: "print the results as JSON" }) as unknown as Argv<ReplayArgs>,
+      .option("json", { type: "boolean", default: false, describe: "print the results as JSON" }),
   handler: async (args: ArgumentsCamelCase<ReplayArgs>) => {
     const results = await replayAll(args.envs, load(args.file, args.episode));
     if (args.json) console.log(JSON.stringify(results));
@@ -102,8 +102,8 @@ export const viewCommand: CommandModule<object, ViewArgs> = {
     y
       .positional("file", { type: "string", demandOption: true })
       .option("episode", { type: "string", describe: "episode id (default: the first in the file)" })
-      .option("output", { alias: "o", type: "string", demandOption: true, describe: "the HTML file to write" }) as unknown as Argv<ViewArgs>,
-  handler: async (args: ArgumentsCamelCase<ViewArgs>) => {
+      .option("output", { alias: "o", type: "string", demandOption: true, describe: "the HTML file to write" }),
+  handler: (args: ArgumentsCamelCase<ViewArgs>) => {
     const e = load(args.file, args.episode)[0];
     if (!e) throw new Error(`no episodes in ${args.file}`);
     writeFileSync(args.output, episodePage(e));
@@ -139,7 +139,7 @@ export const exportCommand: CommandModule<object, ExportArgs> = {
       .option("require-done", { type: "boolean", default: false, describe: "keep tasks whose last reply says 'Task Completed' and conversations the user ended with ###STOP###" })
       .option("original-filter", { type: "boolean", default: false, describe: "EnvScaler's filter: turns in [3,29] (tasks) / [5,39] (conversations), --require-think, --require-done" })
       .option("system-prompt", { choices: ["env", "agent"] as const, default: "env" as const, describe: "system message: the env's introduction and rules, or the rollout agent's default prompt (with them)" }) as unknown as Argv<ExportArgs>,
-  handler: async (args: ArgumentsCamelCase<ExportArgs>) => {
+  handler: (args: ArgumentsCamelCase<ExportArgs>) => {
     const given: SftFilter = { minReward: args.minReward, minTurns: args.minTurns, maxTurns: args.maxTurns, requireThink: args.requireThink || undefined, requireDone: args.requireDone || undefined };
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as SftFilter;
     const filter = args.originalFilter ? (e: RecordedEpisode) => ({ ...originalFilter(e), ...defined }) : defined;

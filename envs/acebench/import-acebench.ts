@@ -62,7 +62,7 @@ print(json.dumps({c: {k: enc(x) for k, x in vars(classes[c]()).items()} for c in
   try {
     return JSON.parse(execFileSync(python, ["-c", script, from], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 })) as Record<string, Record<string, unknown>>;
   } catch (e) {
-    throw new Error(`could not read the ACEBench classes in ${from} with ${python}: ${(e as Error).message}`);
+    throw new Error(`could not read the ACEBench classes in ${from} with ${python}: ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -130,7 +130,7 @@ function userPrompt(from: string, travel: boolean, instruction: string, python =
   userPrompts[file] ??= JSON.parse(
     execFileSync(python, ["-c", "import ast, json, sys\nout = {}\nfor n in ast.parse(open(sys.argv[1]).read()).body:\n    if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') in ('SYSTEM_PROMPT_BASE_EN', 'SYSTEM_PROMPT_TRAVEL_EN'): out[n.targets[0].id] = ast.literal_eval(n.value)\nprint(json.dumps(out))", file], { encoding: "utf8" }),
   ) as Record<string, string>;
-  const template = userPrompts[file]![travel ? "SYSTEM_PROMPT_TRAVEL_EN" : "SYSTEM_PROMPT_BASE_EN"];
+  const template = userPrompts[file][travel ? "SYSTEM_PROMPT_TRAVEL_EN" : "SYSTEM_PROMPT_BASE_EN"];
   if (!template) return instruction;
   return template.replace("{instruction}", instruction).replace(/'finish conversation'/g, "###STOP###");
 }

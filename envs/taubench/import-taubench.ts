@@ -50,7 +50,7 @@ export function importTaubench(from: string, out: string, domains: TaubenchDomai
       try {
         JSON.parse(text);
       } catch (e) {
-        throw new Error(`${file} is not valid JSON: ${(e as Error).message}`);
+        throw new Error(`${file} is not valid JSON: ${(e as Error).message}`, { cause: e });
       }
       return `${JSON.stringify(t)}: ${text.trim()}`;
     });

@@ -37,6 +37,9 @@ def _register() -> None:
 _register()
 
 __all__ = [
+    "ENV_ID",
+    "ERROR_CODES",
+    "PROTOCOL_VERSION",
     "Agent",
     "AgentAction",
     "AnyText",
@@ -46,12 +49,9 @@ __all__ = [
     "BridgeClient",
     "BridgeError",
     "BridgeTimeout",
-    "ERROR_CODES",
     "EnvScalerEnv",
-    "ENV_ID",
     "EnvScalerVectorEnv",
     "EpisodeResult",
-    "PROTOCOL_VERSION",
     "TextBatch",
     "connect",
     "error_for",

@@ -24,7 +24,7 @@ from .async_bridge_client import AsyncBridgeClient
 from .async_env import AsyncEnvScalerEnv
 from .protocol import BridgeError
 
-__all__ = ["Agent", "EpisodeResult", "Policy", "rollout", "system_prompt", "TASK_DONE"]
+__all__ = ["TASK_DONE", "Agent", "EpisodeResult", "Policy", "rollout", "system_prompt"]
 
 Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], "Any | Awaitable[Any]"]
 
@@ -33,30 +33,34 @@ TASK_DONE = "Task Completed"
 
 # The same instructions as the TypeScript agent (agent/system-prompt.ts), so a policy trained
 # through either path sees the same prompt.
-_TASK = "\n".join([
-    "You are an agent that completes the task you are given by operating an environment through its tools.",
-    "",
-    "How to work:",
-    "- Work step by step: call one tool, read its result, then decide the next step.",
-    "- Avoid making several tool calls in one step.",
-    "- Look things up before you change them: use the query tools to confirm ids and current values, then use the tools that modify state.",
-    "- Use only the information in the task and in tool results; do not invent ids or values.",
-    "- Follow the environment's rules below.",
-    f"- When you believe the task is complete, reply with only '{TASK_DONE}' and no tool call.",
-])
-_CONVERSATION = "\n".join([
-    "You are an agent that helps a user by talking with them and operating an environment through its tools.",
-    "",
-    "How to work:",
-    "- Work step by step: call one tool, read its result, then decide the next step.",
-    "- Avoid making several tool calls in one step.",
-    "- If you need information only the user has (who they are, which item, which option), ask the user for it.",
-    "- In one step, either call a tool or talk to the user, never both.",
-    "- Look things up before you change them: use the query tools to confirm ids and current values, then use the tools that modify state.",
-    "- Use only the information the user gives and tool results; do not invent ids or values.",
-    "- Follow the environment's rules below.",
-    "- When you have done what the user asked, tell them what you did.",
-])
+_TASK = "\n".join(
+    [
+        "You are an agent that completes the task you are given by operating an environment through its tools.",
+        "",
+        "How to work:",
+        "- Work step by step: call one tool, read its result, then decide the next step.",
+        "- Avoid making several tool calls in one step.",
+        "- Look things up before you change them: use the query tools to confirm ids and current values, then use the tools that modify state.",
+        "- Use only the information in the task and in tool results; do not invent ids or values.",
+        "- Follow the environment's rules below.",
+        f"- When you believe the task is complete, reply with only '{TASK_DONE}' and no tool call.",
+    ]
+)
+_CONVERSATION = "\n".join(
+    [
+        "You are an agent that helps a user by talking with them and operating an environment through its tools.",
+        "",
+        "How to work:",
+        "- Work step by step: call one tool, read its result, then decide the next step.",
+        "- Avoid making several tool calls in one step.",
+        "- If you need information only the user has (who they are, which item, which option), ask the user for it.",
+        "- In one step, either call a tool or talk to the user, never both.",
+        "- Look things up before you change them: use the query tools to confirm ids and current values, then use the tools that modify state.",
+        "- Use only the information the user gives and tool results; do not invent ids or values.",
+        "- Follow the environment's rules below.",
+        "- When you have done what the user asked, tell them what you did.",
+    ]
+)
 
 
 def _tools_section(tools: Sequence[Any]) -> str:
@@ -145,7 +149,8 @@ class Agent:
         ]
         cap = min(self.max_steps or 10**9, int(info.get("max_steps") or 10**9))
         ended = False
-        reward, terminated, truncated, step_info = 0.0, False, False, {}
+        reward, terminated, truncated = 0.0, False, False
+        step_info: dict[str, Any] = {}
         for step in range(1, cap + 1):
             try:
                 reply = await self._ask(res.messages, tools if self.mode == "fc" else [])

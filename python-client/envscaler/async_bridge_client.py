@@ -16,20 +16,20 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from .bridge_client import CurveKeys, _fork_fields, _reset_fields, apply_curve, batch_fields, parse_batch
+from .bridge_client import CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
 from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
 
 __all__ = ["AsyncBridgeClient"]
 
-_shared_ctx: zmq.asyncio.Context | None = None
+_shared: dict[str, zmq.asyncio.Context] = {}
 
 
 def _context() -> zmq.asyncio.Context:
     # an asyncio view of the process's one libzmq context (sync and async sockets share its I/O thread)
-    global _shared_ctx
-    if _shared_ctx is None or _shared_ctx.closed:
-        _shared_ctx = zmq.asyncio.Context.shadow(zmq.Context.instance().underlying)
-    return _shared_ctx
+    ctx = _shared.get("ctx")
+    if ctx is None or ctx.closed:
+        ctx = _shared["ctx"] = zmq.asyncio.Context.shadow(zmq.Context.instance().underlying)
+    return ctx
 
 
 class AsyncBridgeClient:
@@ -42,16 +42,8 @@ class AsyncBridgeClient:
     def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.asyncio.Context | None = None) -> None:
         self.endpoint = endpoint
         self.timeout = float(timeout)
-        self._socket = (context or _context()).socket(zmq.DEALER)
-        self._socket.linger = 0
+        self._socket = connect_dealer((context or _context()).socket(zmq.DEALER), endpoint, curve)
         self.closed = False
-        try:
-            apply_curve(self._socket, curve)
-            self._socket.connect(endpoint)
-        except BaseException:
-            self._socket.close(linger=0)
-            self.closed = True
-            raise
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
@@ -113,13 +105,15 @@ class AsyncBridgeClient:
     # ------------------------------------------------------------------ operations (§4)
 
     async def hello(self, client: str | None = "envscaler-python-async", **kw: Any) -> dict[str, Any]:
-        return await self.request("hello", **({"client": client} if client is not None else {}), **kw)
+        fields: dict[str, Any] = {"client": client} if client is not None else {}
+        return await self.request("hello", **fields, **kw)
 
     async def list_envs(self, **kw: Any) -> list[dict[str, Any]]:
         return list((await self.request("list_envs", **kw))["envs"])
 
     async def list_scenarios(self, env_id: str | None = None, **kw: Any) -> list[dict[str, Any]]:
-        return list((await self.request("list_scenarios", **({"env_id": env_id} if env_id is not None else {}), **kw))["scenarios"])
+        fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
+        return list((await self.request("list_scenarios", **fields, **kw))["scenarios"])
 
     async def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, **kw: Any) -> dict[str, Any]:
         return await self.request("reset", **_reset_fields(scenario_id, seed, session_id), **kw)
@@ -134,7 +128,8 @@ class AsyncBridgeClient:
         return await self.request("finish", session_id=session_id, **kw)
 
     async def state(self, session_id: str, **kw: Any) -> dict[str, Any]:
-        return json.loads((await self.request("state", session_id=session_id, **kw))["state_json"])
+        state: dict[str, Any] = json.loads((await self.request("state", session_id=session_id, **kw))["state_json"])
+        return state
 
     async def close_session(self, session_id: str, **kw: Any) -> bool:
         return bool((await self.request("close", session_id=session_id, **kw)).get("closed"))

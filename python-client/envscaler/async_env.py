@@ -6,20 +6,22 @@ awaits only its own episode's replies.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from gymnasium.utils import seeding
 
 from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
-from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, episode_seed, error_observation, plain_action, reset_tuple, step_tuple
+from .episode_logic import LOST_SESSION, Episode, StepTuple, choose_scenario, episode_seed, lost_step, plain_action, step_tuple
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
 from .protocol import BridgeError, ShuttingDown
 from .reachability import check_reachable
 
 __all__ = ["AsyncEnvScalerEnv"]
+
+R = TypeVar("R")
 
 
 class AsyncEnvScalerEnv:
@@ -59,24 +61,30 @@ class AsyncEnvScalerEnv:
             self._owns_client = True
         else:
             self._owns_client = False
-        self.client = client  # type: ignore[assignment]  # with a fleet: the current replica's client
+        self._client = client  # with a fleet: the current replica's client, set by _place
         self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
         self.np_random: np.random.Generator = seeding.np_random()[0]
-        self.session_id: str | None = None
-        self.episode_id: str | None = None
-        self.scenario_id: str | None = None
-        self._closed = False
+        self.episode = Episode()
+
+    # the bridge's ids of the current episode (kept by the shared state machine)
+    session_id = property(lambda self: self.episode.session_id)
+    episode_id = property(lambda self: self.episode.episode_id)
+    scenario_id = property(lambda self: self.episode.scenario_id)
+
+    @property
+    def client(self) -> AsyncBridgeClient:
+        if self._client is None:  # a fleet env before its first placement
+            self._place()
+        assert self._client is not None
+        return self._client
 
     async def scenario_ids(self) -> list[str]:
         if self._scenario_ids is None:
-            if self.fleet is not None and self.client is None:
-                self._place()
             self._scenario_ids = [s["scenario_id"] for s in await self.client.list_scenarios()]
         return self._scenario_ids
 
     async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None, scenario_id: str | None = None) -> tuple[str, dict[str, Any]]:
-        if self._closed:
-            raise RuntimeError("the env is closed")
+        self.episode.check_open()
         if seed is not None:
             self.np_random, _ = seeding.np_random(int(seed))
         options = options or {}
@@ -86,34 +94,27 @@ class AsyncEnvScalerEnv:
         bridge_seed = options.get("seed")
         if bridge_seed is None:
             bridge_seed = episode_seed(seed, self.np_random)
-        result = None
-        if self.fleet is not None:
-            self._place()
-        if self.session_id is not None:
-            try:
-                result = await self._call(self.client.reset(str(scenario), seed=int(bridge_seed), session_id=self.session_id))
-            except REOPEN_SESSION:
-                self.session_id = None
-                if self.fleet is not None:
-                    self._place()
-        if result is None:
-            result = await self._call(self.client.reset(str(scenario), seed=int(bridge_seed)))
-        self.session_id = result["session_id"]
-        self.scenario_id = str(scenario)
-        obs, info = reset_tuple(result)
-        self.episode_id = info.get("episode_id")
-        return obs, info
 
-    async def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        sid = self._live()
-        return await self._ending(lambda: self.client.step(sid, plain_action(action)))
+        async def send(sid: str | None) -> dict[str, Any]:
+            if self.fleet is not None:
+                self._place()  # keeps a live session's replica; a session that is gone moves
+                sid = self.episode.session_id
+            return await self._call(self.client.reset(str(scenario), seed=int(bridge_seed), session_id=sid))
 
-    async def finish(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        sid = self._live()
-        return await self._ending(lambda: self.client.finish(sid))
+        return self.episode.begin(await self.episode.areset(send), str(scenario))
+
+    async def step(self, action: Any) -> StepTuple:
+        sid = self.episode.session()
+        return self.episode.ended(await self._ending(lambda: self.client.step(sid, plain_action(action))))
+
+    async def finish(self) -> StepTuple:
+        sid = self.episode.session()
+        result = await self._ending(lambda: self.client.finish(sid))
+        self.episode.live = False
+        return result
 
     async def state(self) -> dict[str, Any]:
-        return await self._call(self.client.state(self._live()))
+        return await self._call(self.client.state(self.episode.session()))
 
     # ------------------------------------------------------------------ fleet placement
 
@@ -121,21 +122,21 @@ class AsyncEnvScalerEnv:
         """Keeps the session's replica while it lives; otherwise picks the least loaded one."""
         assert self.fleet is not None
         self.fleet.refresh()
-        if self.replica is not None and self.session_id is not None and self.fleet.alive(self.replica):
+        if self.replica is not None and self.episode.session_id is not None and self.fleet.alive(self.replica):
             return
         if self.replica is not None and self.fleet.placed[self.replica] > 0:
             self.fleet.placed[self.replica] -= 1
-        self.session_id = None
+        self.episode.forget()
         self.replica = self.fleet.pick()
         self.fleet.placed[self.replica] += 1
-        self.client = self.fleet.async_client(self.replica)
+        self._client = self.fleet.async_client(self.replica)
 
-    async def _call(self, awaitable: Any) -> Any:
+    async def _call(self, awaitable: Awaitable[R]) -> R:
         if self.fleet is None or self.replica is None:
             return await awaitable
         return await self.fleet.await_reply(self.replica, awaitable)
 
-    async def _ending(self, request: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    async def _ending(self, request: Callable[[], Awaitable[dict[str, Any]]]) -> StepTuple:
         if self.fleet is None:
             return step_tuple(await request(), drop=("episode_id",))
         self.fleet.refresh()
@@ -146,28 +147,20 @@ class AsyncEnvScalerEnv:
         except (*LOST_SESSION, ShuttingDown) as e:
             # the episode died with its replica (or node; a replica shutting down goes the same
             # way): it ends here, and the next reset moves to a live replica
-            self.session_id = None
-            info = {"error": {"code": "session_lost", "message": str(e)}}
-            return error_observation("session_lost", str(e)), 0.0, False, True, info
-
-    def _live(self) -> str:
-        if self._closed:
-            raise RuntimeError("the env is closed")
-        if self.session_id is None:
-            raise RuntimeError("call reset() before step()")
-        return self.session_id
+            self.episode.forget()
+            return lost_step("session_lost", str(e))
 
     async def close(self) -> None:
-        if self._closed:
+        if self.episode.closed:
             return
-        self._closed = True
+        sid = self.episode.close()
         if self.fleet is not None and self.replica is not None and self.fleet.placed[self.replica] > 0:
             self.fleet.placed[self.replica] -= 1
-        if self.session_id is not None and self.client is not None and not self.client.closed:
+        client = self._client
+        if sid is not None and client is not None and not client.closed:
             try:
-                await self.client.close_session(self.session_id, timeout=min(5.0, self.client.timeout))
+                await client.close_session(sid, timeout=min(5.0, client.timeout))
             except BridgeError:
                 pass
-        self.session_id = None
-        if self._owns_client:
-            await self.client.close()
+        if self._owns_client and client is not None:
+            await client.close()

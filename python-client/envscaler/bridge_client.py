@@ -8,12 +8,12 @@ so a timeout never leaves the socket out of step with the bridge, unlike a REQ s
 from __future__ import annotations
 
 import itertools
-import os
 import json
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import zmq
 
@@ -29,13 +29,13 @@ from .protocol import (
     unpackb,
 )
 
-__all__ = ["BridgeClient", "CurveKeys", "apply_curve"]
+__all__ = ["BridgeClient", "CurveKeys", "apply_curve", "connect_dealer"]
 
 #: The CurveZMQ keys a client needs, as the connection file holds them (Z85 strings).
 CurveKeys = Mapping[str, str]
 
 
-def apply_curve(socket: zmq.Socket, curve: CurveKeys | None) -> None:
+def apply_curve(socket: zmq.Socket[Any], curve: CurveKeys | None) -> None:
     """Makes ``socket`` a CurveZMQ client of the server whose key is in ``curve``."""
     if not curve:
         return
@@ -46,6 +46,21 @@ def apply_curve(socket: zmq.Socket, curve: CurveKeys | None) -> None:
     socket.curve_serverkey = server.encode("ascii") if isinstance(server, str) else server
     socket.curve_publickey = public.encode("ascii") if isinstance(public, str) else public
     socket.curve_secretkey = secret.encode("ascii") if isinstance(secret, str) else secret
+
+
+S = TypeVar("S", bound="zmq.Socket[Any]")
+
+
+def connect_dealer(socket: S, endpoint: str, curve: CurveKeys | None) -> S:
+    """Connects a new DEALER socket (a blocking or an asyncio one) to ``endpoint``; closes it if that fails."""
+    socket.linger = 0  # close() never blocks on replies or requests nobody will read
+    try:
+        apply_curve(socket, curve)
+        socket.connect(endpoint)
+    except BaseException:
+        socket.close(linger=0)
+        raise
+    return socket
 
 
 def _last_frame(frames: Sequence[bytes]) -> bytes:
@@ -61,24 +76,17 @@ class BridgeClient:
     serialises socket use (ZeroMQ sockets are not thread-safe).
     """
 
-    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.Context | None = None, retries: int = 0) -> None:
+    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.Context[zmq.Socket[bytes]] | None = None, retries: int = 0) -> None:
         self.endpoint = endpoint
         self.timeout = float(timeout)
         self.retries = int(retries)
         self._ctx = context or zmq.Context.instance()
-        self._socket = self._ctx.socket(zmq.DEALER)
+        socket = self._ctx.socket(zmq.DEALER)
         # a fixed identity survives reconnects, so the bridge recognises a retried request (same
         # id, same identity) and answers it without running it again (docs/protocol.md §3)
-        self._socket.setsockopt(zmq.IDENTITY, b"py-" + os.urandom(12))
-        self._socket.linger = 0  # close() never blocks on replies or requests nobody will read
+        socket.setsockopt(zmq.IDENTITY, b"py-" + os.urandom(12))
+        self._socket = connect_dealer(socket, endpoint, curve)
         self.closed = False
-        try:
-            apply_curve(self._socket, curve)
-            self._socket.connect(endpoint)
-        except BaseException:
-            self._socket.close(linger=0)
-            self.closed = True
-            raise
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         # ids sent and not yet collected -> the reply once it arrived (None while waiting)
@@ -207,19 +215,20 @@ class BridgeClient:
             t = self.timeout if timeout is None else timeout
             if not self._socket.poll(max(0, int(t * 1000)), zmq.POLLIN):
                 raise BridgeTimeout(f"no message from {self.endpoint} within {t:g} s")
-            return self._socket.recv_multipart()
+            frames: list[bytes] = self._socket.recv_multipart()
+            return frames
 
     # ------------------------------------------------------------------ operations (§4)
 
     def hello(self, client: str | None = "envscaler-python", **kw: Any) -> dict[str, Any]:
-        fields = {"client": client} if client is not None else {}
+        fields: dict[str, Any] = {"client": client} if client is not None else {}
         return self.request("hello", **fields, **kw)
 
     def list_envs(self, **kw: Any) -> list[dict[str, Any]]:
         return list(self.request("list_envs", **kw)["envs"])
 
     def list_scenarios(self, env_id: str | None = None, **kw: Any) -> list[dict[str, Any]]:
-        fields = {"env_id": env_id} if env_id is not None else {}
+        fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
         return list(self.request("list_scenarios", **fields, **kw)["scenarios"])
 
     def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, **kw: Any) -> dict[str, Any]:
@@ -238,7 +247,8 @@ class BridgeClient:
 
     def state(self, session_id: str, **kw: Any) -> dict[str, Any]:
         """The session's env state, parsed from the reply's ``state_json``."""
-        return json.loads(self.request("state", session_id=session_id, **kw)["state_json"])
+        state: dict[str, Any] = json.loads(self.request("state", session_id=session_id, **kw)["state_json"])
+        return state
 
     def close_session(self, session_id: str, **kw: Any) -> bool:
         return bool(self.request("close", session_id=session_id, **kw).get("closed"))

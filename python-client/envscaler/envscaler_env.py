@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 
 from .bridge_client import BridgeClient, CurveKeys
-from .episode_logic import REOPEN_SESSION, close_session_quietly, open_client, choose_scenario, episode_seed, plain_action, reset_tuple, step_tuple
+from .episode_logic import Episode, StepTuple, choose_scenario, close_session_quietly, episode_seed, open_client, plain_action, step_tuple
 from .protocol import BridgeError
 from .spaces import AgentAction, AnyText
 
@@ -43,7 +43,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
       truncated step the trainer saw carried reward 0.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (gymnasium.Env declares it so; every env overrides it)
 
     def __init__(
         self,
@@ -58,17 +58,17 @@ class EnvScalerEnv(gym.Env[str, Any]):
         if max_steps is not None and int(max_steps) < 1:
             raise ValueError("max_steps must be >= 1")
         self.max_steps = None if max_steps is None else int(max_steps)
-        self._live_episode = False  # the bridge episode of the current session has not ended
         self._steps = 0
-        client, self._owns_client = open_client("EnvScalerEnv", endpoint, client, curve, timeout)
-        self.client = client
+        self.episode = Episode()
+        self.client, self._owns_client = open_client("EnvScalerEnv", endpoint, client, curve, timeout)
         self.observation_space = AnyText()
         self.action_space = AgentAction()
         self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
-        self.session_id: str | None = None
-        self.episode_id: str | None = None
-        self.scenario_id: str | None = None
-        self._closed = False
+
+    # the bridge's ids of the current episode (kept by the shared state machine)
+    session_id = property(lambda self: self.episode.session_id)
+    episode_id = property(lambda self: self.episode.episode_id)
+    scenario_id = property(lambda self: self.episode.scenario_id)
 
     @property
     def scenario_ids(self) -> list[str]:
@@ -84,37 +84,22 @@ class EnvScalerEnv(gym.Env[str, Any]):
         options: dict[str, Any] | None = None,
         scenario_id: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        if self._closed:
-            raise RuntimeError("the env is closed")
+        self.episode.check_open()
         super().reset(seed=seed)
         self._finish_quietly()
         options = options or {}
-        scenario = scenario_id or options.get("scenario_id") or choose_scenario(self.np_random, self.scenario_ids)
+        scenario = str(scenario_id or options.get("scenario_id") or choose_scenario(self.np_random, self.scenario_ids))
         bridge_seed = options.get("seed")
         if bridge_seed is None:
             bridge_seed = episode_seed(seed, self.np_random)
-        result = self._reset(str(scenario), int(bridge_seed))
-        self.session_id = result["session_id"]
-        self.scenario_id = str(scenario)
-        obs, info = reset_tuple(result)
-        self.episode_id = info.get("episode_id")
-        self._live_episode = True
+        result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=int(bridge_seed), session_id=sid))
         self._steps = 0
-        return obs, info
+        return self.episode.begin(result, scenario)
 
-    def _reset(self, scenario: str, seed: int) -> dict[str, Any]:
-        if self.session_id is not None:
-            try:
-                return self.client.reset(scenario, seed=seed, session_id=self.session_id)
-            except REOPEN_SESSION:
-                self.session_id = None  # reaped, or its replica restarted: start a new session
-        return self.client.reset(scenario, seed=seed)
-
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = step_tuple(self.client.step(self._live(), plain_action(action)), drop=("episode_id",))
+    def step(self, action: Any) -> StepTuple:
+        obs, reward, terminated, truncated, info = self.episode.ended(step_tuple(self.client.step(self.episode.session(), plain_action(action)), drop=("episode_id",)))
         self._steps += 1
         if terminated or truncated:
-            self._live_episode = False
             return obs, reward, terminated, truncated, info
         if self.max_steps is not None and self._steps >= self.max_steps:
             # the trainer's time limit is reached before the bridge's own: score the episode now,
@@ -125,25 +110,25 @@ class EnvScalerEnv(gym.Env[str, Any]):
             return obs, reward, False, True, info
         return obs, reward, terminated, truncated, info
 
-    def finish(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def finish(self) -> StepTuple:
         """Ends the episode now and scores it (``end_reason: "client"``)."""
-        result = step_tuple(self.client.finish(self._live()), drop=("episode_id",))
-        self._live_episode = False
+        result = step_tuple(self.client.finish(self.episode.session()), drop=("episode_id",))
+        self.episode.live = False
         return result
 
     def _finish_quietly(self) -> None:
         """Scores an episode left running (reset or close mid-episode); the bridge may be gone."""
-        if not self._live_episode or self.session_id is None or self.client.closed:
+        if not self.episode.live or self.episode.session_id is None or self.client.closed:
             return
-        self._live_episode = False
+        self.episode.live = False
         try:
-            self.client.finish(self.session_id)
+            self.client.finish(self.episode.session_id)
         except BridgeError:
             pass
 
     def state(self) -> dict[str, Any]:
         """The env's current state (the bridge's ``state_json``, parsed)."""
-        return self.client.state(self._live())
+        return self.client.state(self.episode.session())
 
     # ------------------------------------------------------------------ snapshots and forks
 
@@ -152,45 +137,34 @@ class EnvScalerEnv(gym.Env[str, Any]):
 
         The snapshot lives in the bridge until :meth:`drop_snapshot`, or until the episode it was
         taken from is closed or reset (restoring keeps it)."""
-        return str(self.client.snapshot(self._live())["snapshot_id"])
+        return str(self.client.snapshot(self.episode.session())["snapshot_id"])
 
     def restore(self, snapshot_id: str) -> dict[str, Any]:
         """Puts this env's episode back to a snapshot's point; returns the bridge's info."""
-        info = dict(self.client.restore(self._live(), snapshot_id)["info"])
-        self.episode_id = info.get("episode_id")
-        self.scenario_id = info.get("scenario_id")
+        info = dict(self.client.restore(self.episode.session(), snapshot_id)["info"])
+        self.episode.episode_id = info.get("episode_id")
+        self.episode.scenario_id = info.get("scenario_id")
+        self.episode.live = True
         return info
 
     def fork(self, snapshot_id: str | None = None) -> EnvScalerEnv:
         """A new env whose episode continues from this one now (or from ``snapshot_id``): same
         state, random-number position, clock, step count and conversation. It shares this env's
         client; close it when done (its session is closed, the client is not)."""
-        result = self.client.fork(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.fork(self._live())
+        result = self.client.fork(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.fork(self.episode.session())
         child = EnvScalerEnv(client=self.client, scenario_ids=self._scenario_ids)
-        child.session_id = result["session_id"]
-        child.episode_id = result["info"].get("episode_id")
-        child.scenario_id = result["info"].get("scenario_id")
+        child.episode.started(str(result["session_id"]), result["info"])
         return child
 
     def drop_snapshot(self, snapshot_id: str) -> bool:
         return self.client.drop_snapshot(snapshot_id)
 
-    def _live(self) -> str:
-        if self._closed:
-            raise RuntimeError("the env is closed")
-        if self.session_id is None:
-            raise RuntimeError("call reset() before step()")
-        return self.session_id
-
     def close(self) -> None:
         """Closes the bridge session (and the client if this env made it). Idempotent."""
-        if self._closed:
+        if self.episode.closed:
             return
         self._finish_quietly()
-        self._closed = True
-        close_session_quietly(self.client, self.session_id)
-        self.session_id = None
+        close_session_quietly(self.client, self.episode.close())
         if self._owns_client:
             self.client.close()
         super().close()
-

@@ -1,34 +1,56 @@
-"""The episode bookkeeping every env class here shares (sync, vector, async, adapters).
+"""The episode bookkeeping every env class here shares (sync, async, vector, fleet, ROLL, GEM).
 
 Kept in one place so the env classes agree on how a scenario is drawn, which seed the bridge
-gets, when a session is reopened and how a step result becomes a Python tuple.
+gets, when a session is reopened, how misuse is reported and how a result becomes a Python tuple.
+:class:`Episode` is the state machine; the env classes differ only in how they send requests
+(blocking, asyncio, batched, placed on a fleet) and in the shapes their frameworks expect.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
+import gymnasium as gym
 import numpy as np
 
-from .bridge_client import BridgeClient
+from .bridge_client import BridgeClient, CurveKeys
 from .protocol import BridgeError, EpisodeDone, SessionClosed, SessionLost, UnknownSession
 from .reachability import check_reachable
 
 __all__ = [
-    "open_client",
-    "close_session_quietly",
-    "REOPEN_SESSION",
     "LOST_SESSION",
     "MAX_SEED",
+    "REOPEN_SESSION",
+    "EnvClosed",
+    "Episode",
+    "ResetNeeded",
+    "StepTuple",
     "choose_scenario",
+    "close_session_quietly",
     "episode_seed",
+    "error_observation",
+    "lost_step",
+    "open_client",
+    "plain_action",
     "reset_tuple",
     "step_tuple",
-    "error_observation",
-    "plain_action",
 ]
+
+R = TypeVar("R")
+#: ``(observation, reward, terminated, truncated, info)``, gymnasium's step result.
+StepTuple = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+class ResetNeeded(gym.error.ResetNeeded, RuntimeError):
+    """A step (or state, snapshot, finish) before the first ``reset``. Gymnasium's type; also a
+    RuntimeError, which is what these envs raised before."""
+
+
+class EnvClosed(gym.error.ClosedEnvironmentError, RuntimeError):
+    """Any call but ``close`` after ``close``. Gymnasium's type; also a RuntimeError, as before."""
+
 
 #: A reused session that fails `reset` with one of these is gone: open a new one instead.
 REOPEN_SESSION = (SessionClosed, SessionLost, UnknownSession)
@@ -39,7 +61,7 @@ LOST_SESSION = (SessionClosed, SessionLost, UnknownSession, EpisodeDone)
 MAX_SEED = 2**32  # the bridge's seeds are 0 <= seed < 2^32 (§4 reset)
 
 
-def open_client(who: str, endpoint: str | None, client: Any, curve: Any, timeout: float) -> tuple[Any, bool]:
+def open_client(who: str, endpoint: str | None, client: BridgeClient | None, curve: CurveKeys | None, timeout: float) -> tuple[BridgeClient, bool]:
     """The client an env uses, and whether the env owns it (made it, so closes it)."""
     if client is not None:
         return client, False
@@ -49,7 +71,7 @@ def open_client(who: str, endpoint: str | None, client: Any, curve: Any, timeout
     return BridgeClient(endpoint, timeout=timeout, curve=curve), True
 
 
-def close_session_quietly(client: Any, session_id: str | None) -> None:
+def close_session_quietly(client: BridgeClient, session_id: str | None) -> None:
     """Closes a session on a best-effort basis: the bridge may be gone, or the session already is."""
     if session_id is None or client.closed:
         return
@@ -82,7 +104,7 @@ def reset_tuple(result: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return str(observation.get("content", "")), info
 
 
-def step_tuple(result: Mapping[str, Any], drop: Sequence[str] = ()) -> tuple[str, float, bool, bool, dict[str, Any]]:
+def step_tuple(result: Mapping[str, Any], drop: Sequence[str] = ()) -> StepTuple:
     """The gymnasium 5-tuple of a step result. ``drop`` names info keys to leave out."""
     observation = dict(result["observation"])
     info = {k: v for k, v in (result.get("info") or {}).items() if k not in drop}
@@ -107,3 +129,100 @@ def plain_action(action: Any) -> Any:
     if item is not None and getattr(action, "shape", None) == ():
         return item()
     return action
+
+
+def lost_step(code: str, message: str) -> StepTuple:
+    """The step result of an episode that died with its session (replica restart, node loss, idle
+    reaper): truncated, reward 0, ``info["error"]`` naming the cause, no exception."""
+    return error_observation(code, message), 0.0, False, True, {"error": {"code": code, "message": message}}
+
+
+class Episode:
+    """The episode state machine of one env (one sub-env of a vector env).
+
+    States: *no session* (before the first reset, or after the bridge lost the session), *live*
+    (a reset answered; steps go to ``session_id``), *ended* (a step terminated or truncated, or
+    ``finish``: the session stays for the next reset) and *closed* (final). Misuse raises
+    Gymnasium's exceptions: :class:`ResetNeeded` for a step without a session,
+    :class:`EnvClosed` for anything after ``close``.
+    """
+
+    __slots__ = ("closed", "episode_id", "live", "scenario_id", "session_id")
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.episode_id: str | None = None
+        self.scenario_id: str | None = None
+        self.live = False  # the bridge has not ended this episode: reset/close finish it first
+        self.closed = False
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise EnvClosed("the env is closed")
+
+    def session(self) -> str:
+        """The session a step (state, snapshot, finish) goes to."""
+        self.check_open()
+        if self.session_id is None:
+            raise ResetNeeded("call reset() before step()")
+        return self.session_id
+
+    def reopen(self, error: BaseException) -> bool:
+        """Whether a reset that failed with ``error`` on the reused session should be sent again
+        without one (the session was reaped, or its replica restarted); forgets the session if so."""
+        if self.session_id is not None and isinstance(error, REOPEN_SESSION):
+            self.forget()
+            return True
+        return False
+
+    def reset(self, send: Callable[[str | None], R]) -> R:
+        """Sends a reset on the reused session (``send(session_id)``), or on a new one
+        (``send(None)``) when there is none or it is gone."""
+        self.check_open()
+        if self.session_id is not None:
+            try:
+                return send(self.session_id)
+            except REOPEN_SESSION as e:
+                self.reopen(e)
+        return send(None)
+
+    async def areset(self, send: Callable[[str | None], Awaitable[R]]) -> R:
+        """:meth:`reset` for asyncio."""
+        self.check_open()
+        if self.session_id is not None:
+            try:
+                return await send(self.session_id)
+            except REOPEN_SESSION as e:
+                self.reopen(e)
+        return await send(None)
+
+    def begin(self, result: Mapping[str, Any], scenario_id: str) -> tuple[str, dict[str, Any]]:
+        """Records a reset result: the episode is live on its session. Returns ``reset_tuple``."""
+        obs, info = reset_tuple(result)
+        self.started(str(result["session_id"]), info, scenario_id)
+        return obs, info
+
+    def started(self, session_id: str, info: Mapping[str, Any], scenario_id: str | None = None) -> None:
+        """Records an episode that runs on ``session_id`` now (a reset, or a fork: its ``info``)."""
+        self.session_id = session_id
+        self.episode_id = info.get("episode_id")
+        self.scenario_id = scenario_id if scenario_id is not None else info.get("scenario_id")
+        self.live = True
+
+    def ended(self, step: StepTuple) -> StepTuple:
+        """Records a step result; the episode is over once it is terminated or truncated."""
+        if step[2] or step[3]:
+            self.live = False
+        return step
+
+    def forget(self) -> None:
+        """The session is gone (lost with its replica, or moved): the next reset opens a new one."""
+        self.session_id = None
+        self.live = False
+
+    def close(self) -> str | None:
+        """Marks the episode closed; returns the session the caller should close, if any."""
+        sid, self.session_id = self.session_id, None
+        self.closed = True
+        self.live = False
+        return sid

@@ -15,19 +15,23 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode
 
 from .bridge_client import BridgeClient
 from .fleet_view import FleetView, as_fleet_view, discover_if_ray, lost_error
 from .protocol import BridgeError, SessionLost, ShuttingDown
-from .spaces import AgentAction, AnyText, TextBatch
 from .vector_env import EnvScalerVectorEnv
 
 __all__ = ["FleetVectorEnv"]
+
+
+def _collect_kept(client: BridgeClient, rid: int, timeout: float) -> dict[str, Any]:
+    # keep=True: a slice that times out leaves the request pending for the next slice
+    return client.collect(rid, timeout, keep=True)
 
 
 class FleetVectorEnv(EnvScalerVectorEnv):
@@ -53,22 +57,11 @@ class FleetVectorEnv(EnvScalerVectorEnv):
         self._index: dict[str, int] = {}
         self.num_envs = int(num_envs)
         self.replica_of = [-1] * self.num_envs
-        self.single_observation_space = AnyText()
-        self.single_action_space = AgentAction()
-        self.observation_space = TextBatch(AnyText(), self.num_envs)
-        self.action_space = TextBatch(AgentAction(), self.num_envs)
-        self.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
-        self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
-        self.session_ids: list[str | None] = [None] * self.num_envs
-        self.episode_ids: list[str | None] = [None] * self.num_envs
-        self.current_scenarios: list[str | None] = [None] * self.num_envs
-        self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
-        self._obs = np.full(self.num_envs, "", dtype=object)
-        self.requests_sent: dict[str, int] = {}
+        self._setup(scenario_ids)
         self.lost_episodes = 0  # episodes ended with session_lost because their replica left
 
     @property
-    def endpoints(self) -> list[str]:  # type: ignore[override]
+    def endpoints(self) -> list[str]:
         return [self.fleet.replicas[u]["endpoint"] for u in self._uids if self.fleet.alive(u)]
 
     @endpoints.setter
@@ -107,15 +100,16 @@ class FleetVectorEnv(EnvScalerVectorEnv):
             if cur is not None and self.fleet.alive(cur):
                 self.fleet.placed[cur] -= 1
             best = self.fleet.pick()
-            keep = cur is not None and self.session_ids[i] is not None and self.fleet.alive(cur) and self.fleet.placed[cur] <= self.fleet.placed[best]
+            sid = self.episodes[i].session_id
+            keep = cur is not None and sid is not None and self.fleet.alive(cur) and self.fleet.placed[cur] <= self.fleet.placed[best]
             uid = cur if keep else best
             assert uid is not None
-            if not keep and cur is not None and self.session_ids[i] is not None and self.fleet.alive(cur):
+            if not keep and cur is not None and sid is not None and self.fleet.alive(cur):
                 # moving to a less loaded replica: let the old session go without waiting for the answer
                 old = self.clients[self._index[cur]]
-                old.abandon(old.submit("close", session_id=self.session_ids[i]))
+                old.abandon(old.submit("close", session_id=sid))
             if not keep:
-                self.session_ids[i] = None
+                self.episodes[i].forget()
             self.fleet.placed[uid] += 1
             self.replica_of[i] = self._client_index(uid)
 
@@ -133,7 +127,7 @@ class FleetVectorEnv(EnvScalerVectorEnv):
                 out.append(lost_error(self.fleet.replicas.get(uid), uid))
                 continue
             try:
-                reply = self.fleet.wait(uid, lambda t, c=client, r=rid: c.collect(r, t, keep=True), timeout=self.timeout)
+                reply = self.fleet.wait(uid, functools.partial(_collect_kept, client, rid), timeout=self.timeout)
                 for entry in reply.get("results", ()):
                     error = entry.get("error") if isinstance(entry, dict) else None
                     if error and error.get("code") == "shutting_down":  # its replica is going away: so is the episode
@@ -160,7 +154,7 @@ class FleetVectorEnv(EnvScalerVectorEnv):
                 self.fleet.refresh(force=True)
                 for i in which:
                     if not self.fleet.alive(self.replica_uid(i) or ""):
-                        self.session_ids[i] = None
+                        self.episodes[i].forget()
         raise AssertionError("unreachable")
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -25,7 +25,7 @@ from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import BridgeClient
 from .protocol import BridgeTimeout, SessionLost
 
-__all__ = ["FleetView", "FleetSource", "as_fleet_view", "lost_error"]
+__all__ = ["FleetSource", "FleetView", "as_fleet_view", "lost_error"]
 
 FleetSource = Callable[[Any], "tuple[Any, list[dict[str, Any]], Mapping[str, str] | None] | None"]
 T = TypeVar("T")
@@ -204,6 +204,6 @@ def discover_if_ray(timeout: float = 60.0) -> FleetView | None:
     ray = sys.modules.get("ray")
     if ray is None or not ray.is_initialized():
         return None
-    from .ray import discover  # noqa: PLC0415 (Ray is present: the extra is usable)
+    from .ray import discover
 
     return discover(timeout=timeout)

@@ -23,7 +23,7 @@ from typing import Any
 from .bridge_client import BridgeClient
 from .protocol import BridgeError
 
-__all__ = ["Bridge", "launch", "connect", "resolve_command"]
+__all__ = ["Bridge", "connect", "launch", "resolve_command"]
 
 # python-client/envscaler/launch.py -> the TypeScript project's root, when installed from the repo
 _REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -50,8 +50,7 @@ def resolve_command(command: str | Sequence[str] | None = None) -> list[str]:
         if main.is_file() and node:
             return [node, str(main)]
     raise FileNotFoundError(
-        "cannot find the envscaler CLI: pass command=, set ENVSCALER_CLI (e.g. 'node /path/dist/cli/main.js'), "
-        "put `envscaler` on PATH, or build the bridge (npm run build) next to this package"
+        "cannot find the envscaler CLI: pass command=, set ENVSCALER_CLI (e.g. 'node /path/dist/cli/main.js'), put `envscaler` on PATH, or build the bridge (npm run build) next to this package"
     )
 
 
@@ -172,7 +171,7 @@ def launch(
         args.append("--curve")
     args += [str(a) for a in extra_args]
 
-    log = open(log_path, "wb")
+    log = open(log_path, "wb")  # noqa: SIM115 (it outlives this block: the bridge writes it until _stop below)
     try:
         process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     except BaseException:

@@ -12,41 +12,41 @@ from typing import Any
 import msgpack
 
 __all__ = [
-    "expand_reply",
-    "tool_observation_text",
-    "PROTOCOL_VERSION",
     "ERROR_CODES",
-    "packb",
-    "unpackb",
-    "CodecError",
+    "PROTOCOL_VERSION",
+    "BadRequest",
     "BridgeError",
     "BridgeTimeout",
-    "BadRequest",
-    "UnsupportedVersion",
-    "UnknownOp",
-    "UnknownEnv",
-    "UnknownScenario",
+    "CodecError",
+    "EngineUnavailable",
+    "EnvCrashed",
+    "EnvFault",
+    "EnvLoadFailed",
+    "EnvOOM",
+    "EnvOutputInvalid",
+    "EnvTimeout",
+    "EpisodeDone",
+    "InternalError",
+    "Overloaded",
+    "RecordingUnavailable",
     "ScenarioQuarantined",
-    "UnknownSession",
     "SessionClosed",
     "SessionLost",
-    "EpisodeDone",
-    "TooManySessions",
-    "UnknownSnapshot",
-    "TooLarge",
-    "Overloaded",
-    "EnvLoadFailed",
-    "EnvFault",
-    "EnvTimeout",
-    "EnvOOM",
-    "EnvCrashed",
-    "EnvOutputInvalid",
-    "UserSimulatorFailed",
-    "RecordingUnavailable",
-    "EngineUnavailable",
     "ShuttingDown",
-    "InternalError",
+    "TooLarge",
+    "TooManySessions",
+    "UnknownEnv",
+    "UnknownOp",
+    "UnknownScenario",
+    "UnknownSession",
+    "UnknownSnapshot",
+    "UnsupportedVersion",
+    "UserSimulatorFailed",
     "error_for",
+    "expand_reply",
+    "packb",
+    "tool_observation_text",
+    "unpackb",
 ]
 
 PROTOCOL_VERSION = 2
@@ -138,7 +138,8 @@ def packb(value: Any) -> bytes:
     """Encodes one frame: the modern str/bin distinction, doubles for floats, no extension types."""
     _check_outgoing(value)
     try:
-        return msgpack.packb(value, use_bin_type=True, strict_types=False, datetime=False)
+        frame: bytes = msgpack.packb(value, use_bin_type=True, strict_types=False, datetime=False)
+        return frame
     except (TypeError, ValueError, OverflowError) as e:
         raise CodecError(f"not encodable as a protocol frame: {e}") from e
 

@@ -20,10 +20,7 @@ class BridgeNotRunning(ConnectionError):
 
 
 def _hint(endpoint: str) -> str:
-    return (
-        f"is a bridge running at {endpoint}? Start one with `npx envscaler serve --endpoint {endpoint}` "
-        "(or use envscaler.launch()), or pass the endpoint a running bridge printed"
-    )
+    return f"is a bridge running at {endpoint}? Start one with `npx envscaler serve --endpoint {endpoint}` (or use envscaler.launch()), or pass the endpoint a running bridge printed"
 
 
 def check_reachable(endpoint: str, timeout: float = 3.0) -> None:

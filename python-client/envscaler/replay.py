@@ -27,8 +27,9 @@ def replay(
         args += ["--envs", *[os.path.abspath(os.fspath(p)) for p in paths]]
     if episode:
         args += ["--episode", episode]
-    out = subprocess.run(args, capture_output=True, text=True)
+    out = subprocess.run(args, capture_output=True, text=True, check=False)
     # exit code 1 means "some episode diverged", which the results say; anything else is a failure
     if out.returncode not in (0, 1) or not out.stdout.strip():
         raise RuntimeError(f"envscaler replay failed ({out.returncode}): {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    results: list[dict[str, Any]] = json.loads(out.stdout.strip().splitlines()[-1])
+    return results

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import Space
 
-__all__ = ["AnyText", "AgentAction", "TextBatch"]
+__all__ = ["AgentAction", "AnyText", "TextBatch"]
 
 # What sample() draws from: ASCII without '<' (so a sample never opens a <tool_call> block) plus
 # some non-ASCII, so code that assumes ASCII fails early.
@@ -44,7 +44,9 @@ class AnyText(Space[str]):
         return isinstance(x, str)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and (other.min_length, other.max_length) == (self.min_length, self.max_length)  # type: ignore[attr-defined]
+        if not isinstance(other, type(self)) or type(other) is not type(self):  # a subclass is another space
+            return False
+        return (other.min_length, other.max_length) == (self.min_length, self.max_length)
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.min_length, self.max_length))

@@ -10,8 +10,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from .bridge_client import BridgeClient, CurveKeys
+from .episode_logic import LOST_SESSION, Episode, choose_scenario, close_session_quietly, episode_seed, lost_step, plain_action, step_tuple
 from .fleet_view import as_fleet_view
-from .episode_logic import LOST_SESSION, REOPEN_SESSION, choose_scenario, close_session_quietly, episode_seed, error_observation, plain_action
 from .protocol import BridgeError, error_for
 from .reachability import check_reachable
 from .spaces import AgentAction, AnyText, TextBatch
@@ -57,9 +57,9 @@ class EnvScalerVectorEnv(VectorEnv):
 
     def __new__(cls, endpoints: Any = None, *args: Any, **kwargs: Any) -> EnvScalerVectorEnv:
         if cls is EnvScalerVectorEnv and (endpoints is None or as_fleet_view(endpoints) is not None):
-            from .fleet_vector_env import FleetVectorEnv  # noqa: PLC0415 (it subclasses this one)
+            from .fleet_vector_env import FleetVectorEnv
 
-            cls = FleetVectorEnv
+            return super().__new__(FleetVectorEnv)
         return super().__new__(cls)
 
     def __init__(
@@ -92,18 +92,32 @@ class EnvScalerVectorEnv(VectorEnv):
                 f"but a replica holds at most max_sessions={min(capacity)} for one client (serve --max-sessions / --max-sessions-per-client, or add replicas)"
             )
         self.replica_of = [i % len(eps) for i in range(self.num_envs)]
+        self._setup(scenario_ids)
+
+    def _setup(self, scenario_ids: Sequence[str] | None) -> None:
+        """What every vector env here holds once ``num_envs`` is known (FleetVectorEnv too)."""
         self.single_observation_space = AnyText()
         self.single_action_space = AgentAction()
         self.observation_space = TextBatch(AnyText(), self.num_envs)
         self.action_space = TextBatch(AgentAction(), self.num_envs)
         self.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
         self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
-        self.session_ids: list[str | None] = [None] * self.num_envs
-        self.episode_ids: list[str | None] = [None] * self.num_envs
-        self.current_scenarios: list[str | None] = [None] * self.num_envs
+        self.episodes = [Episode() for _ in range(self.num_envs)]  # sub-env i's state machine
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
         self._obs = np.full(self.num_envs, "", dtype=object)
         self.requests_sent: dict[str, int] = {}  # op -> count, for diagnostics and tests
+
+    @property
+    def session_ids(self) -> list[str | None]:
+        return [e.session_id for e in self.episodes]
+
+    @property
+    def episode_ids(self) -> list[str | None]:
+        return [e.episode_id for e in self.episodes]
+
+    @property
+    def current_scenarios(self) -> list[str | None]:
+        return [e.scenario_id for e in self.episodes]
 
     @property
     def scenario_ids(self) -> list[str]:
@@ -130,35 +144,37 @@ class EnvScalerVectorEnv(VectorEnv):
     def _reset_many(self, which: Sequence[int], scenarios: dict[int, str], seeds: dict[int, int]) -> dict[int, dict[str, Any]]:
         """Resets sub-envs ``which`` concurrently (reusing their sessions); returns their reset results."""
 
-        def fields(i: int, reuse: bool) -> dict[str, Any]:
-            f: dict[str, Any] = {"scenario_id": scenarios[i], "seed": seeds[i]}
-            if reuse and self.session_ids[i] is not None:
-                f["session_id"] = self.session_ids[i]
-            return f
+        def send(i: int) -> tuple[BridgeClient, int]:
+            sid = self.episodes[i].session_id
+            fields: dict[str, Any] = {"scenario_id": scenarios[i], "seed": seeds[i]}
+            return self._submit(self.replica_of[i], "reset", **fields, **({} if sid is None else {"session_id": sid}))
 
+        for i in which:
+            self.episodes[i].check_open()
         self._place(which)
-        replies = self._collect([self._submit(self.replica_of[i], "reset", **fields(i, True)) for i in which])
+        replies = self._collect([send(i) for i in which])
         results: dict[int, dict[str, Any]] = {}
         retry = []
         for i, r in zip(which, replies):
-            if isinstance(r, REOPEN_SESSION) and self.session_ids[i] is not None:
-                self.session_ids[i] = None  # the session is gone: open a new one
-                retry.append(i)
-            elif isinstance(r, BridgeError):
-                raise r
+            if isinstance(r, BridgeError):
+                if not self.episodes[i].reopen(r):
+                    raise r
+                retry.append(i)  # the session is gone: open a new one
             else:
                 results[i] = r
         if retry:
             self._place(retry)
-            for i, r in zip(retry, self._collect([self._submit(self.replica_of[i], "reset", **fields(i, False)) for i in retry])):
+            for i, r in zip(retry, self._collect([send(i) for i in retry])):
                 if isinstance(r, BridgeError):
                     raise r
                 results[i] = r
-        for i, r in results.items():
-            self.session_ids[i] = r["session_id"]
-            self.episode_ids[i] = (r.get("info") or {}).get("episode_id")
-            self.current_scenarios[i] = scenarios[i]
         return results
+
+    def _begin(self, i: int, result: dict[str, Any], scenario: str, infos: dict[str, Any]) -> dict[str, Any]:
+        """Sub-env ``i`` starts the episode of a reset ``result``; returns ``infos`` with its info added."""
+        self._obs[i], info = self.episodes[i].begin(result, scenario)
+        self._autoreset[i] = False
+        return self._add_info(infos, info, i)
 
     def _draw(self, which: Sequence[int], options: dict[str, Any], seed: int | Sequence[int] | None) -> tuple[dict[int, str], dict[int, int]]:
         chosen = options.get("scenario_ids")
@@ -194,21 +210,14 @@ class EnvScalerVectorEnv(VectorEnv):
         results = self._reset_many(which, scenarios, seeds)
         infos: dict[str, Any] = {}
         for i in which:
-            r = results[i]
-            observation = dict(r["observation"])
-            self._obs[i] = str(observation.get("content", ""))
-            info = dict(r.get("info") or {})
-            info["observation"] = observation
-            infos = self._add_info(infos, info, i)
-            self._autoreset[i] = False
+            infos = self._begin(i, results[i], scenarios[i], infos)
         return self._obs.copy(), infos
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         actions = list(actions)
         if len(actions) != self.num_envs:
             raise ValueError(f"need {self.num_envs} actions, got {len(actions)}")
-        if any(s is None for s in self.session_ids):
-            raise RuntimeError("call reset() before step()")
+        sessions = [e.session() for e in self.episodes]  # ResetNeeded / EnvClosed for misuse
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminated = np.zeros(self.num_envs, dtype=np.bool_)
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
@@ -221,10 +230,7 @@ class EnvScalerVectorEnv(VectorEnv):
             by_replica.setdefault(self.replica_of[i], []).append(i)
 
         # every batch goes out before any reply is awaited: the replicas step in parallel
-        batches = [
-            (envs, self._submit(r, "step_batch", steps=[{"session_id": self.session_ids[i], "action": plain_action(actions[i])} for i in envs]))
-            for r, envs in sorted(by_replica.items())
-        ]
+        batches = [(envs, self._submit(r, "step_batch", steps=[{"session_id": sessions[i], "action": plain_action(actions[i])} for i in envs])) for r, envs in sorted(by_replica.items())]
         try:
             scenarios, seeds = self._draw(to_reset, {}, None)
             reset_results = self._reset_many(to_reset, scenarios, seeds) if to_reset else {}
@@ -234,44 +240,32 @@ class EnvScalerVectorEnv(VectorEnv):
             raise
         replies = self._collect([p for _, p in batches])
 
-        for (envs, _), reply in zip(batches, replies):
-            if isinstance(reply, LOST_SESSION):  # the whole replica is gone: so is each episode on it
-                reply = {"results": [{"ok": False, "error": {"code": reply.code, "message": str(reply)}}] * len(envs)}
-            elif isinstance(reply, BridgeError):
-                raise reply
+        for (envs, _), answer in zip(batches, replies):
+            if isinstance(answer, LOST_SESSION):  # the whole replica is gone: so is each episode on it
+                reply: dict[str, Any] = {"results": [{"ok": False, "error": {"code": answer.code, "message": str(answer)}}] * len(envs)}
+            elif isinstance(answer, BridgeError):
+                raise answer
+            else:
+                reply = answer
             entries = reply.get("results", [])
             if len(entries) != len(envs):
                 raise BridgeError(f"step_batch answered {len(entries)} of {len(envs)} steps", code="internal_error")
             for i, entry in zip(envs, entries):
                 if entry.get("ok") is True:
-                    res = entry["result"]
-                    observation = dict(res["observation"])
-                    self._obs[i] = str(observation.get("content", ""))
-                    rewards[i] = float(res.get("reward", 0.0))
-                    terminated[i] = bool(res.get("terminated", False))
-                    truncated[i] = bool(res.get("truncated", False))
-                    info = dict(res.get("info") or {})
-                    info["observation"] = observation
+                    step = step_tuple(entry["result"])
                 else:
                     error = entry.get("error") or {}
                     code, message = str(error.get("code", "internal_error")), str(error.get("message", ""))
                     exc = error_for(code, message)
                     if not isinstance(exc, LOST_SESSION):
                         raise exc
-                    # the episode is gone with its session: end it here, autoreset it next step
-                    self._obs[i] = error_observation(code, message)
-                    truncated[i] = True
-                    info = {"error": {"code": code, "message": message}}
+                    step = lost_step(code, message)  # the episode is gone with its session: autoreset it next step
+                self._obs[i], rewards[i], terminated[i], truncated[i], info = self.episodes[i].ended(step)
                 infos = self._add_info(infos, info, i)
                 self._autoreset[i] = bool(terminated[i] or truncated[i])
 
         for i, r in reset_results.items():
-            observation = dict(r["observation"])
-            self._obs[i] = str(observation.get("content", ""))
-            info = dict(r.get("info") or {})
-            info["observation"] = observation
-            infos = self._add_info(infos, info, i)
-            self._autoreset[i] = False
+            infos = self._begin(i, r, scenarios[i], infos)
         return self._obs.copy(), rewards, terminated, truncated, infos
 
     def fork(self, source: int, targets: Sequence[int] | None = None) -> list[str]:
@@ -279,9 +273,7 @@ class EnvScalerVectorEnv(VectorEnv):
         episode as it is now (one snapshot, then one fork per target, on ``source``'s replica: a
         snapshot lives where it was taken). Their previous sessions are closed. Returns the new
         session ids; the next ``step`` steps every sub-env as usual."""
-        sid = self.session_ids[source]
-        if sid is None:
-            raise RuntimeError("call reset() first")
+        sid = self.episodes[source].session()
         targets = [i for i in (range(self.num_envs) if targets is None else targets) if i != source]
         replica = self.replica_of[source]
         client = self.clients[replica]
@@ -298,29 +290,26 @@ class EnvScalerVectorEnv(VectorEnv):
                     close_session_quietly(client, r["session_id"])
             raise failed
         for i, r in zip(targets, replies):
-            self.session_ids[i] = r["session_id"]
-            self.episode_ids[i] = r["info"].get("episode_id")
-            self.current_scenarios[i] = r["info"].get("scenario_id")
+            assert not isinstance(r, BridgeError)  # raised above
+            self.episodes[i].started(str(r["session_id"]), r["info"])
             self.replica_of[i] = replica
             self._obs[i] = self._obs[source]
             self._autoreset[i] = self._autoreset[source]
         for rep, old_sid in old:
             if old_sid is not None:
                 close_session_quietly(self.clients[rep], old_sid)
-        return [self.session_ids[i] for i in targets]  # type: ignore[misc]
+        return [self.episodes[i].session() for i in targets]
 
     def state(self, index: int) -> dict[str, Any]:
         """Sub-env ``index``'s current env state."""
-        sid = self.session_ids[index]
-        if sid is None:
-            raise RuntimeError("call reset() first")
-        return self.clients[self.replica_of[index]].state(sid)
+        return self.clients[self.replica_of[index]].state(self.episodes[index].session())
 
     def close_extras(self, **kwargs: Any) -> None:
         pending = []
-        for i, sid in enumerate(self.session_ids):
-            client = self.clients[self.replica_of[i]]
-            if sid is not None and not client.closed:
+        for i, episode in enumerate(self.episodes):
+            sid = episode.close()
+            client = self.clients[self.replica_of[i]] if self.replica_of[i] >= 0 else None
+            if sid is not None and client is not None and not client.closed:
                 try:
                     pending.append((client, client.submit("close", session_id=sid)))
                 except Exception:
@@ -330,7 +319,5 @@ class EnvScalerVectorEnv(VectorEnv):
                 client.collect(rid, timeout=min(5.0, client.timeout))
             except BridgeError:
                 pass  # already closed, or the bridge is gone
-        self.session_ids = [None] * self.num_envs
         for c in self.clients:
             c.close()
-

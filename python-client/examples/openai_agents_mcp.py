@@ -28,14 +28,14 @@ from openai import AsyncOpenAI
 def finish(control_url: str, token: str, rollout: str, message: str | None) -> dict[str, Any]:
     """The trainer's side: ends the episode (after the agent's final reply) and returns its score."""
     body = json.dumps({"message": message} if message else {}).encode()
-    req = urllib.request.Request(f"{control_url}/sessions/{rollout}/finish", data=body, method="POST",
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(f"{control_url}/sessions/{rollout}/finish", data=body, method="POST", headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
         return json.load(r)
 
 
-async def rollout(mcp_url: str, control_url: str, control_token: str, scenario: str, seed: int, rollout_id: str,
-                  model: str, openai_client: AsyncOpenAI | None = None, max_turns: int = 30) -> dict[str, Any]:
+async def rollout(
+    mcp_url: str, control_url: str, control_token: str, scenario: str, seed: int, rollout_id: str, model: str, openai_client: AsyncOpenAI | None = None, max_turns: int = 30
+) -> dict[str, Any]:
     """Plays one episode; returns the agent's final output and the episode's score."""
     params = {"url": mcp_url, "headers": {"X-EnvScaler-Scenario": scenario, "X-EnvScaler-Seed": str(seed), "X-EnvScaler-Rollout": rollout_id}}
     # max_retry_attempts stays 0: the SDK retries a failed call in a *new* MCP session, which here

@@ -32,16 +32,13 @@ class RolloutWorker:
         self.vec = envscaler.EnvScalerVectorEnv(None, num_envs)
 
     def rollout(self, steps: int, seed: int) -> dict:
-        obs, infos = self.vec.reset(seed=seed)
+        _, infos = self.vec.reset(seed=seed)
         tools = infos["tools"]
         total, lost = 0.0, 0
         for t in range(steps):
             # call the first tool of each sub-env's env with no arguments, then say we are done
-            actions = [
-                {"name": tools[i][0]["function"]["name"], "arguments": {}} if t % 2 == 0 else "Done."
-                for i in range(self.vec.num_envs)
-            ]
-            obs, rewards, terminated, truncated, infos = self.vec.step(actions)
+            actions = [{"name": tools[i][0]["function"]["name"], "arguments": {}} if t % 2 == 0 else "Done." for i in range(self.vec.num_envs)]
+            _obs, rewards, _terminated, _truncated, infos = self.vec.step(actions)
             total += float(rewards.sum())
             errors = infos.get("error", {})
             lost += int(sum(1 for i, has in enumerate(errors.get("_code", [])) if has and errors["code"][i] == "session_lost"))
@@ -55,7 +52,7 @@ def async_rollouts(handle, n: int) -> list[float]:
     async def one(seed: int) -> float:
         env = envscaler.AsyncEnvScalerEnv(fleet=handle)
         try:
-            obs, info = await env.reset(seed=seed)
+            _obs, info = await env.reset(seed=seed)
             await env.step({"name": info["tools"][0]["function"]["name"], "arguments": {}})
             return (await env.step("Done."))[1]
         finally:

@@ -8,6 +8,7 @@ instance after every call, and the official verdict of every sequence.
 Usage: python acebench_oracle.py ACEBENCH_DIR OUT.json [--fuzz N]
 Nothing of ACEBench is copied: the files are imported from the folder at run time.
 """
+
 import argparse
 import ast
 import importlib.util
@@ -18,9 +19,13 @@ import random
 import sys
 import types
 
-CLASSES = [("phone_platform.base_api", "phone_platform/base_api.py", "BaseApi"), ("phone_platform.message", "phone_platform/message.py", "MessageApi"),
-           ("phone_platform.reminder", "phone_platform/reminder.py", "ReminderApi"), ("phone_platform.food_services", "phone_platform/food_services.py", "FoodPlatform"),
-           ("travel", "travel.py", "Travel")]
+CLASSES = [
+    ("phone_platform.base_api", "phone_platform/base_api.py", "BaseApi"),
+    ("phone_platform.message", "phone_platform/message.py", "MessageApi"),
+    ("phone_platform.reminder", "phone_platform/reminder.py", "ReminderApi"),
+    ("phone_platform.food_services", "phone_platform/food_services.py", "FoodPlatform"),
+    ("travel", "travel.py", "Travel"),
+]
 
 
 def package(name):
@@ -48,18 +53,29 @@ def load(root):
         for mod, rel, _ in CLASSES:
             load_file(f"model_inference.{mode}.scenariosen.{mod}", os.path.join(root, mode, rel))
     ref = os.path.join(root, "reference")
-    utils = {"multi_turn": load_file("model_inference.multi_turn.multi_turn_utils", os.path.join(ref, "model_inference_multi_turn_multi_turn_utils.py")),
-             "multi_step": load_file("model_inference.multi_step.multi_step_utils", os.path.join(ref, "model_inference_multi_step_multi_step_utils.py"))}
+    utils = {
+        "multi_turn": load_file("model_inference.multi_turn.multi_turn_utils", os.path.join(ref, "model_inference_multi_turn_multi_turn_utils.py")),
+        "multi_step": load_file("model_inference.multi_step.multi_step_utils", os.path.join(ref, "model_inference_multi_step_multi_step_utils.py")),
+    }
     execution = load_file("model_inference.multi_step.execution_role_step", os.path.join(ref, "model_inference_multi_step_execution_role_step.py"))
     # the checker: agent_checker from checker.py, agent_eval/agent_eval_process from eval_main.py (its other imports are not needed)
     package("model_eval")
     sys.modules["model_eval.utils"] = types.ModuleType("model_eval.utils")
     checker = load_file("model_eval.checker", os.path.join(root, "checker.py"))
-    tree = ast.parse(open(os.path.join(ref, "eval_main.py")).read())
+    with open(os.path.join(ref, "eval_main.py")) as f:
+        tree = ast.parse(f.read())
     wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("agent_eval", "agent_eval_process")]
     saved = []
     # (their score files are not written: `open` here is an in-memory sink)
-    ns = {"agent_checker": checker.agent_checker, "os": os, "json": json, "open": lambda *a, **k: io.StringIO(), "OUTPUT_PATH": "", "language": "en", "save_score_as_json": lambda name, result, d: saved.append(result)}
+    ns = {
+        "agent_checker": checker.agent_checker,
+        "os": os,
+        "json": json,
+        "open": lambda *a, **k: io.StringIO(),
+        "OUTPUT_PATH": "",
+        "language": "en",
+        "save_score_as_json": lambda name, result, d: saved.append(result),
+    }
     exec(compile(ast.Module(body=wanted, type_ignores=[]), "eval_main.py", "exec"), ns)
     return utils, execution.EXECUTION_STEP("oracle", {}, [], "0", "en"), ns, saved
 
@@ -101,6 +117,7 @@ SAVED_CLASS = {"BaseApi": ["wifi", "logged_in"], "MessageApi": ["inbox"], "Remin
 
 class Run:
     """One call sequence through the original executor, one call per message (as one agent message each)."""
+
     counter = 0
 
     def __init__(self, utils, entry, mode):
@@ -146,9 +163,51 @@ def verdict(ns, saved, run, answer, category):
 def fuzz_calls(rng, entry, n, undocumented=True):
     """Error paths: wrong types, missing and extra arguments, unknown names and ids, undocumented names."""
     docs = entry["function"]
-    pool = ["Eve", "Frank", "Grace", "Nobody", "", "Domino's", "Heytea", "Hema Fresh", "Nowhere", "Margherita Pizza", "Fresh Gift Pack", "password123", "wrong",
-            "user1", "user2", "user3", "user9", "res_1", "res_2", "res_4", "res_9", "CA1234", "MU5678", "CZ4352", "MH2616", "XX0000", "Beijing", "Shanghai", "Nanjing", "Shenzhen",
-            "Economy Class", "Business Class", "First Class", "cash", "bank", "card", "regular", "gold", "The airline has canceled the flight.", "2024-07-15 09:30", "To-do list", "milk"]
+    pool = [
+        "Eve",
+        "Frank",
+        "Grace",
+        "Nobody",
+        "",
+        "Domino's",
+        "Heytea",
+        "Hema Fresh",
+        "Nowhere",
+        "Margherita Pizza",
+        "Fresh Gift Pack",
+        "password123",
+        "wrong",
+        "user1",
+        "user2",
+        "user3",
+        "user9",
+        "res_1",
+        "res_2",
+        "res_4",
+        "res_9",
+        "CA1234",
+        "MU5678",
+        "CZ4352",
+        "MH2616",
+        "XX0000",
+        "Beijing",
+        "Shanghai",
+        "Nanjing",
+        "Shenzhen",
+        "Economy Class",
+        "Business Class",
+        "First Class",
+        "cash",
+        "bank",
+        "card",
+        "regular",
+        "gold",
+        "The airline has canceled the flight.",
+        "2024-07-15 09:30",
+        "To-do list",
+        "milk",
+    ]
+
     def value(schema):
         t = (schema or {}).get("type")
         r = rng.random()
@@ -157,15 +216,46 @@ def fuzz_calls(rng, entry, n, undocumented=True):
         if t == "integer":
             return rng.choice([1, 2, 3, 4, 6, 7, 99, 0, -1, 1.0, "3"])
         if t in ("list", "array"):
-            return rng.choice([[{"product": rng.choice(pool), "quantity": rng.choice([1, 2, 0, -1, 1.5, True, "2"])}], [{"product": "Fresh Gift Pack", "quantity": 2}], [{"product": "Margherita Pizza"}], "items", [1], [{"quantity": 1}], []])
+            return rng.choice(
+                [
+                    [{"product": rng.choice(pool), "quantity": rng.choice([1, 2, 0, -1, 1.5, True, "2"])}],
+                    [{"product": "Fresh Gift Pack", "quantity": 2}],
+                    [{"product": "Margherita Pizza"}],
+                    "items",
+                    [1],
+                    [{"quantity": 1}],
+                    [],
+                ]
+            )
         if t in ("dict", "object"):
             return rng.choice([{"user_name": "Eve", "cash_balance": 1.0}, {}, {"cash_balance": 5}, "u"])
         return rng.choice(pool)
+
     out = []
     for _ in range(n):
         r = rng.random()
         if undocumented and r < 0.05:
-            out.append((rng.choice(["no_such_tool", "view_all_reminders", "authenticate_user", "process_refund", "update_balance", "get_baggage_allowance", "calculate_baggage_fee", "delete_reminder", "search_orders", "view_orders", "get_all_message_times_with_ids", "view_logged_in_users"]), {}))
+            out.append(
+                (
+                    rng.choice(
+                        [
+                            "no_such_tool",
+                            "view_all_reminders",
+                            "authenticate_user",
+                            "process_refund",
+                            "update_balance",
+                            "get_baggage_allowance",
+                            "calculate_baggage_fee",
+                            "delete_reminder",
+                            "search_orders",
+                            "view_orders",
+                            "get_all_message_times_with_ids",
+                            "view_logged_in_users",
+                        ]
+                    ),
+                    {},
+                )
+            )
             continue
         doc = rng.choice(docs)
         props = (doc.get("parameters") or {}).get("properties") or {}
@@ -176,10 +266,18 @@ def fuzz_calls(rng, entry, n, undocumented=True):
             kwargs["unexpected"] = 1
         out.append((doc["name"], kwargs))
     # undocumented public methods the executor still dispatches, with arguments
-    extra = [("process_refund", {"user": {"user_name": "Eve", "cash_balance": 1.0}, "amount": 2}), ("update_balance", {"user": {"cash_balance": 5.0, "bank_balance": 1}, "payment_method": rng.choice(["cash", "bank", "x"]), "amount": -3}),
-             ("calculate_baggage_fee", {"membership_level": rng.choice(["gold", "silver", "platinum"]), "cabin_class": "Economy Class", "baggage_count": rng.choice([5, 1.0, 0, "2"])}),
-             ("get_baggage_allowance", {"membership_level": "silver", "cabin_class": rng.choice(["Business Class", "x"])}), ("view_all_reminders", {}), ("delete_reminder", {"reminder_id": rng.choice([1, 2, 9])}),
-             ("get_all_message_times_with_ids", {}), ("view_orders", {"user_name": "Eve"}), ("search_orders", {"keyword": rng.choice(["pizza", 3])}), ("view_logged_in_users", {})]
+    extra = [
+        ("process_refund", {"user": {"user_name": "Eve", "cash_balance": 1.0}, "amount": 2}),
+        ("update_balance", {"user": {"cash_balance": 5.0, "bank_balance": 1}, "payment_method": rng.choice(["cash", "bank", "x"]), "amount": -3}),
+        ("calculate_baggage_fee", {"membership_level": rng.choice(["gold", "silver", "platinum"]), "cabin_class": "Economy Class", "baggage_count": rng.choice([5, 1.0, 0, "2"])}),
+        ("get_baggage_allowance", {"membership_level": "silver", "cabin_class": rng.choice(["Business Class", "x"])}),
+        ("view_all_reminders", {}),
+        ("delete_reminder", {"reminder_id": rng.choice([1, 2, 9])}),
+        ("get_all_message_times_with_ids", {}),
+        ("view_orders", {"user_name": "Eve"}),
+        ("search_orders", {"keyword": rng.choice(["pizza", 3])}),
+        ("view_logged_in_users", {}),
+    ]
     if undocumented:
         out.extend(rng.sample(extra, 3))
     rng.shuffle(out)
@@ -189,9 +287,14 @@ def fuzz_calls(rng, entry, n, undocumented=True):
 # Hand-written sequences through the branches random calls rarely reach (refunds, cabin and
 # baggage changes, capacity limits, messages without a time, float and bool arguments).
 TRAVEL_PATHS = [
-    ("get_flight_details", {}), ("get_flight_details", {"origin": "Nowhere"}), ("get_flight_details", {"destination": "Beijing"}),
-    ("get_user_details", {"user_id": "user1", "password": "password123"}), ("get_user_details", {"user_id": "user1", "password": "x"}),
-    ("get_reservation_details", {"user_id": "user2"}), ("get_reservation_details", {}), ("get_reservation_details", {"reservation_id": "res_1", "user_id": "user2"}),
+    ("get_flight_details", {}),
+    ("get_flight_details", {"origin": "Nowhere"}),
+    ("get_flight_details", {"destination": "Beijing"}),
+    ("get_user_details", {"user_id": "user1", "password": "password123"}),
+    ("get_user_details", {"user_id": "user1", "password": "x"}),
+    ("get_reservation_details", {"user_id": "user2"}),
+    ("get_reservation_details", {}),
+    ("get_reservation_details", {"reservation_id": "res_1", "user_id": "user2"}),
     ("find_transfer_flights", {"origin_city": "Beijing", "transfer_city": "Nanjing", "destination_city": "Shenzhen"}),
     ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CA1234", "cabin": "Economy Class", "payment_method": "bank", "baggage_count": 1.0}),
     ("reserve_flight", {"user_id": "user1", "password": "password123", "flight_no": "CZ1765", "cabin": "Business Class", "payment_method": "cash", "baggage_count": 5}),
@@ -217,14 +320,22 @@ TRAVEL_PATHS = [
     ("cancel_reservation", {"user_id": "user1", "reservation_id": "res_3", "reason": "x"}),
     ("cancel_reservation", {"user_id": "user9", "reservation_id": "res_1", "reason": "x"}),
     ("cancel_reservation", {"user_id": ["user1"], "reservation_id": "res_1", "reason": "x"}),
-    ("get_user_details", {"user_id": "user1", "password": "password123"}), ("get_reservation_details", {"user_id": "user1"}),
+    ("get_user_details", {"user_id": "user1", "password": "password123"}),
+    ("get_reservation_details", {"user_id": "user1"}),
 ]
 PHONE_PATHS = [
-    ("check_balance", {"user_name": "Nobody"}), ("get_products", {"merchant_name": "Nowhere"}), ("get_products", {"merchant_name": "Hema Fresh"}),
-    ("login_food_platform", {"username": "Eve", "password": "password123"}), ("turn_on_wifi", {}), ("login_device", {}),
-    ("login_food_platform", {"username": "Eve", "password": "bad"}), ("login_food_platform", {"username": "Nobody", "password": "x"}),
-    ("login_food_platform", {"username": "Eve", "password": "password123"}), ("login_food_platform", {"username": "Eve", "password": "password123"}),
-    ("login_food_platform", {"username": "Jack", "password": "password654"}), ("login_food_platform", {"username": ["Eve"], "password": "x"}),
+    ("check_balance", {"user_name": "Nobody"}),
+    ("get_products", {"merchant_name": "Nowhere"}),
+    ("get_products", {"merchant_name": "Hema Fresh"}),
+    ("login_food_platform", {"username": "Eve", "password": "password123"}),
+    ("turn_on_wifi", {}),
+    ("login_device", {}),
+    ("login_food_platform", {"username": "Eve", "password": "bad"}),
+    ("login_food_platform", {"username": "Nobody", "password": "x"}),
+    ("login_food_platform", {"username": "Eve", "password": "password123"}),
+    ("login_food_platform", {"username": "Eve", "password": "password123"}),
+    ("login_food_platform", {"username": "Jack", "password": "password654"}),
+    ("login_food_platform", {"username": ["Eve"], "password": "x"}),
     ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Hema Fresh", "items": [{"product": "Fresh Gift Pack", "quantity": 2}, {"product": "Organic Vegetable Pack"}]}),
     ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": True}]}),
     ("add_food_delivery_order", {"username": "Eve", "merchant_name": "Heytea", "items": [{"product": "Cheese Milk Tea", "quantity": 0}]}),
@@ -236,21 +347,43 @@ PHONE_PATHS = [
     ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Jiutian BBQ", "items": [{"product": "Korean Grilled Beef", "quantity": 1}]}),
     ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Nowhere", "items": []}),
     ("add_food_delivery_order", {"username": "Jack", "merchant_name": "Heytea", "items": []}),
-    ("check_balance", {"user_name": "Eve"}), ("check_balance", {"user_name": "Jack"}),
-    ("view_orders", {"user_name": "Eve"}), ("view_orders", {"user_name": "Grace"}), ("search_orders", {"keyword": "TEA"}), ("search_orders", {"keyword": "zzz"}), ("view_logged_in_users", {}),
-    ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Frank"}), ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Jack"}),
-    ("view_messages_between_users", {"sender_name": "Nobody", "receiver_name": "Jack"}), ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Nobody"}),
-    ("search_messages", {"user_name": "Grace", "keyword": "MILK"}), ("search_messages", {"user_name": "Grace", "keyword": "zzz"}), ("search_messages", {"user_name": "Grace", "keyword": 3}),
+    ("check_balance", {"user_name": "Eve"}),
+    ("check_balance", {"user_name": "Jack"}),
+    ("view_orders", {"user_name": "Eve"}),
+    ("view_orders", {"user_name": "Grace"}),
+    ("search_orders", {"keyword": "TEA"}),
+    ("search_orders", {"keyword": "zzz"}),
+    ("view_logged_in_users", {}),
+    ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Frank"}),
+    ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Jack"}),
+    ("view_messages_between_users", {"sender_name": "Nobody", "receiver_name": "Jack"}),
+    ("view_messages_between_users", {"sender_name": "Eve", "receiver_name": "Nobody"}),
+    ("search_messages", {"user_name": "Grace", "keyword": "MILK"}),
+    ("search_messages", {"user_name": "Grace", "keyword": "zzz"}),
+    ("search_messages", {"user_name": "Grace", "keyword": 3}),
     ("search_messages", {"user_name": "Nobody", "keyword": "x"}),
     ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "full?"}),
-    ("get_earliest_message_id", {}), ("delete_message", {"message_id": 3.0}), ("delete_message", {"message_id": "4"}), ("delete_message", {"message_id": 99}),
-    ("send_message", {"sender_name": "Eve", "receiver_name": "Nobody", "message": "x"}), ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": "caf\u00e9 \"quoted\"\n"}),
-    ("get_latest_message_id", {}), ("get_earliest_message_id", {}), ("get_all_message_times_with_ids", {}), ("search_messages", {"user_name": "Eve", "keyword": "CAF"}),
-    ("view_reminder_by_title", {"title": "To-do list"}), ("view_reminder_by_title", {"title": "nothing"}),
-    ("add_reminder", {"title": "a", "description": "b", "time": "2024-07-15 09:30"}), ("add_reminder", {"title": "c", "description": "d", "time": 5}),
-    ("add_reminder", {"title": "e", "description": "f", "time": None}), ("add_reminder", {"title": "g", "description": "h", "time": "x"}),
-    ("delete_reminder", {"reminder_id": 1}), ("delete_reminder", {"reminder_id": 99}), ("add_reminder", {"title": "i", "description": "j", "time": "y"}),
-    ("view_all_reminders", {}), ("view_reminder_by_title", {"title": "c"}),
+    ("get_earliest_message_id", {}),
+    ("delete_message", {"message_id": 3.0}),
+    ("delete_message", {"message_id": "4"}),
+    ("delete_message", {"message_id": 99}),
+    ("send_message", {"sender_name": "Eve", "receiver_name": "Nobody", "message": "x"}),
+    ("send_message", {"sender_name": "Eve", "receiver_name": "Frank", "message": 'caf\u00e9 "quoted"\n'}),
+    ("get_latest_message_id", {}),
+    ("get_earliest_message_id", {}),
+    ("get_all_message_times_with_ids", {}),
+    ("search_messages", {"user_name": "Eve", "keyword": "CAF"}),
+    ("view_reminder_by_title", {"title": "To-do list"}),
+    ("view_reminder_by_title", {"title": "nothing"}),
+    ("add_reminder", {"title": "a", "description": "b", "time": "2024-07-15 09:30"}),
+    ("add_reminder", {"title": "c", "description": "d", "time": 5}),
+    ("add_reminder", {"title": "e", "description": "f", "time": None}),
+    ("add_reminder", {"title": "g", "description": "h", "time": "x"}),
+    ("delete_reminder", {"reminder_id": 1}),
+    ("delete_reminder", {"reminder_id": 99}),
+    ("add_reminder", {"title": "i", "description": "j", "time": "y"}),
+    ("view_all_reminders", {}),
+    ("view_reminder_by_title", {"title": "c"}),
 ]
 
 
@@ -262,13 +395,15 @@ def main():
     a = ap.parse_args()
     utils, decoder, ns, saved = load(a.root)
     # the originals print (refunds, unknown users); keep stdout clean
-    sys.stdout = open(os.devnull, "w")
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- stays open until the process exits
     rng = random.Random(20250824)
     tasks = []
     stats = {"milestones": 0, "unparseable": 0}
     for category in ("multi_step", "multi_turn"):
-        entries = [json.loads(l) for l in open(os.path.join(a.root, "data", f"data_agent_{category}.json")) if l.strip()]
-        answers = {x["id"]: x for x in (json.loads(l) for l in open(os.path.join(a.root, "possible_answer", f"data_agent_{category}.json")) if l.strip())}
+        with open(os.path.join(a.root, "data", f"data_agent_{category}.json")) as f:
+            entries = [json.loads(line) for line in f if line.strip()]
+        with open(os.path.join(a.root, "possible_answer", f"data_agent_{category}.json")) as f:
+            answers = {x["id"]: x for x in (json.loads(line) for line in f if line.strip())}
         for entry in entries:
             answer = answers[entry["id"]]
             stones = answer["mile_stone"][0] if answer["mile_stone"] and isinstance(answer["mile_stone"][0], list) else answer["mile_stone"]
@@ -284,16 +419,16 @@ def main():
             variants = {"gt": gt, "nothing": []}
             if gt:
                 i = rng.randrange(len(gt))
-                variants["drop"] = gt[:i] + gt[i + 1:]
-                variants["duplicate"] = gt[:i + 1] + gt[i:]
+                variants["drop"] = gt[:i] + gt[i + 1 :]
+                variants["duplicate"] = gt[: i + 1] + gt[i:]
                 if len(gt) > 1:
                     j = rng.randrange(len(gt) - 1)
-                    variants["swap"] = gt[:j] + [gt[j + 1], gt[j]] + gt[j + 2:]
+                    variants["swap"] = [*gt[:j], gt[j + 1], gt[j], *gt[j + 2 :]]
             fz = fuzz_calls(rng, entry, a.fuzz)
             variants["fuzz"] = fz
             variants["fuzz_docs"] = fuzz_calls(rng, entry, min(a.fuzz, 15), undocumented=False)  # fits the 20-step cap through the bridge
             variants["fuzz_then_gt"] = fz[: a.fuzz // 2] + gt
-            variants["gt_then_fuzz"] = gt + fz[a.fuzz // 2:]
+            variants["gt_then_fuzz"] = gt + fz[a.fuzz // 2 :]
             variants["paths"] = TRAVEL_PATHS if "Travel" in entry["involved_classes"] else PHONE_PATHS
             record = {"id": entry["id"], "category": category, "involved_classes": entry["involved_classes"], "initial_config": entry["initial_config"], "variants": []}
             for kind, calls in variants.items():
@@ -306,7 +441,8 @@ def main():
                         run.call(name, kwargs)
                     record["variants"].append({"kind": kind, "mode": mode, "calls": run.calls, "verdict": verdict(ns, saved, run, answer, f"agent_{category}")})
             tasks.append(record)
-    json.dump({"tasks": tasks, "stats": stats}, open(a.out, "w"))
+    with open(a.out, "w") as f:
+        json.dump({"tasks": tasks, "stats": stats}, f)
     print(f"acebench oracle: {len(tasks)} tasks, {sum(len(v['calls']) for t in tasks for v in t['variants'])} calls, {stats}", file=sys.stderr)
 
 

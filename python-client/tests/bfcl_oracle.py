@@ -32,8 +32,10 @@ def package_dir() -> str:
 
 def load_category(cat: str) -> list[tuple[dict, dict]]:
     base = os.path.join(package_dir(), "data")
-    q = [json.loads(l) for l in open(os.path.join(base, f"BFCL_v4_multi_turn_{cat}.json"))]
-    a = {e["id"]: e for e in (json.loads(l) for l in open(os.path.join(base, "possible_answer", f"BFCL_v4_multi_turn_{cat}.json")))}
+    with open(os.path.join(base, f"BFCL_v4_multi_turn_{cat}.json")) as f:
+        q = [json.loads(line) for line in f]
+    with open(os.path.join(base, "possible_answer", f"BFCL_v4_multi_turn_{cat}.json")) as f:
+        a = {e["id"]: e for e in (json.loads(line) for line in f)}
     return [(e, a[e["id"]]) for e in q]
 
 
@@ -104,10 +106,11 @@ class Oracle:
     arguments and mutated module constants across tasks of one run)."""
 
     def __init__(self):
+        import importlib
+
         from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING
         from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
         from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import long_context
-        import importlib
 
         self.utils = multi_turn_utils
         self.classes = {}
@@ -139,7 +142,7 @@ class Oracle:
     def method_class(self, involved: list[str]) -> dict[str, str]:
         out = {}
         for c in involved:
-            for m, f in inspect.getmembers(self.classes[c], predicate=inspect.isfunction):
+            for m, _f in inspect.getmembers(self.classes[c], predicate=inspect.isfunction):
                 if not m.startswith("_"):
                     out[m] = c
         return out
@@ -164,6 +167,7 @@ def travel_base_costs() -> list:
     """TravelAPI.get_flight_cost's route table (a literal inside the method), read from the package."""
     import inspect as _inspect
     import textwrap
+
     from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.travel_booking import TravelAPI
 
     tree = ast.parse(textwrap.dedent(_inspect.getsource(TravelAPI.get_flight_cost)))
@@ -218,6 +222,8 @@ def ground_truth_turns(oracle: Oracle, entry: dict, answer: dict):
 # ----- error paths and perturbed trajectories (the ground truth has no error outputs)
 
 BAD_VALUES = [7, 2.5, -3, "zz_nonexistent", None, ["zz"], {"k": "v"}, True, 0, ""]
+
+
 # inputs the ports do not cover, each because the original's answer is not a port target:
 #  - mpmath.log of a negative number or of a str gives an mpc / parses text (no GT or model use);
 #  - (-x) ** fraction gives a Python complex;
@@ -306,7 +312,14 @@ def main(argv: list[str]) -> int:
                 continue
             long_ctx = "long_context" in cat
             turns = ground_truth_turns(oracle, entry, answer)
-            task = {"id": entry["id"], "category": cat, "involved_classes": entry["involved_classes"], "initial_config": to_json(entry["initial_config"]), "long_context": long_ctx, **replay(oracle, entry, turns, long_ctx, full)}
+            task = {
+                "id": entry["id"],
+                "category": cat,
+                "involved_classes": entry["involved_classes"],
+                "initial_config": to_json(entry["initial_config"]),
+                "long_context": long_ctx,
+                **replay(oracle, entry, turns, long_ctx, full),
+            }
             task["verdict"] = official_verdict(oracle, entry, answer, cat, turns)
             if variants:
                 rng = random.Random(zlib.crc32(entry["id"].encode()))

@@ -13,7 +13,7 @@ import pytest
 
 from envscaler import Bridge, BridgeClient
 
-from helpers import BUNDLED_ENVS, NOTES_ENVS, REPO, SMALL_FRAME_LIMIT, start_bridge
+from helpers import BUNDLED_ENVS, FAULT_ENVS, HOSTILE_ENVS, NOTES_ENVS, REPO, SMALL_FRAME_LIMIT, start_bridge
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -25,13 +25,14 @@ def built_bridge() -> None:
 
 @pytest.fixture(scope="session")
 def bridge(built_bridge: None) -> Iterator[Bridge]:
-    """2 replicas serving notes-v1 and hostile-v1, shared by most tests.
+    """2 replicas serving notes-v1, hostile-v1 and faults-v1, shared by most tests.
 
     The short hard-stop grace makes the watchdog stop native_hang (JSON.stringify of a 15M array)
     well before that builtin could run into the env's memory cap on its own. Quarantine is off
     (tests/unit/limits.test.ts tests it): hostile-1 is reset by many tests here, and a second
     watchdog stop must not turn every later hostile-1 test into `scenario_quarantined`."""
-    with start_bridge(replicas=2, workers=2, extra=("--max-frame-bytes", str(SMALL_FRAME_LIMIT), "--hard-stop-grace-ms", "200", "--quarantine-after", "1000000")) as b:
+    envs = [NOTES_ENVS, HOSTILE_ENVS, FAULT_ENVS]
+    with start_bridge(envs=envs, replicas=2, workers=2, extra=("--max-frame-bytes", str(SMALL_FRAME_LIMIT), "--hard-stop-grace-ms", "200", "--quarantine-after", "1000000")) as b:
         yield b
 
 

@@ -17,6 +17,8 @@ REPO = HERE.parent.parent  # python-client/tests -> the TypeScript project
 VECTORS = HERE / ".." / ".." / "protocol" / "vectors"
 NOTES_ENVS = REPO / "tests" / "fixtures" / "envs"
 HOSTILE_ENVS = REPO / "tests" / "fixtures" / "hostile"
+#: faults-v1: hostile-v1's memory and output bombs under a deadline they cannot reach
+FAULT_ENVS = REPO / "tests" / "fixtures" / "faults"
 BUNDLED_ENVS = REPO / "envs"
 PROTOCOL_DOC = REPO / "docs" / "protocol.md"
 
@@ -67,5 +69,3 @@ def wait_for(predicate, timeout: float, interval: float = 0.1, what: str = "cond
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
-
-

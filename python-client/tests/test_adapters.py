@@ -13,10 +13,7 @@ from envscaler.adapters.roll import EnvScalerRollEnv, format_env_introduction
 
 from helpers import FINAL_REPLY, NOTES_1_TASK, REFERENCE_ACTIONS
 
-EXPECTED_INTRO = (
-    "# Environment Information\n\n## Brief Introduction:  \nA tiny note-taking app used by the test suite."
-    "\n\n## Environment Rules / Constraints:  \n- Titles are unique per user.\n"
-)
+EXPECTED_INTRO = "# Environment Information\n\n## Brief Introduction:  \nA tiny note-taking app used by the test suite.\n\n## Environment Rules / Constraints:  \n- Titles are unique per user.\n"
 
 
 def _as_qwen_text(action: dict) -> str:
@@ -31,9 +28,7 @@ def roll(bridge):
 
 
 def test_format_env_introduction():
-    assert format_env_introduction("Intro.", ["a", "b"]) == (
-        "# Environment Information\n\n## Brief Introduction:  \nIntro.\n\n## Environment Rules / Constraints:  \n- a\n- b\n"
-    )
+    assert format_env_introduction("Intro.", ["a", "b"]) == ("# Environment Information\n\n## Brief Introduction:  \nIntro.\n\n## Environment Rules / Constraints:  \n- a\n- b\n")
     assert format_env_introduction("X", []).endswith("## Environment Rules / Constraints:  \n")
 
 

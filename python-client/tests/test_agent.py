@@ -19,9 +19,11 @@ def _fc_policy(messages, tools):
     assert tools and all(t["type"] == "function" for t in tools)
     if any(m["role"] == "tool" for m in messages):
         return "Task Completed"
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": f"c{i}", "type": "function", "function": {"name": a["name"], "arguments": json.dumps(a["arguments"])}} for i, a in enumerate(REFERENCE_ACTIONS)
-    ]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": a["name"], "arguments": json.dumps(a["arguments"])}} for i, a in enumerate(REFERENCE_ACTIONS)],
+    }
 
 
 def test_rollout_with_a_policy_function_over_trials_and_replicas(bridge):

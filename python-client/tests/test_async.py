@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import gymnasium
 import pytest
 
 from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, BridgeTimeout
@@ -53,7 +54,7 @@ def test_async_client_operations_and_errors(bridge):
         async with AsyncBridgeClient(bridge.endpoints[1], timeout=30) as c:
             hello = await c.hello()
             assert hello["replica"] == 1
-            assert {e["env_id"] for e in await c.list_envs()} == {"notes-v1", "hostile-v1"}
+            assert {e["env_id"] for e in await c.list_envs()} == {"notes-v1", "hostile-v1", "faults-v1"}
             assert len(await c.list_scenarios(env_id="notes-v1")) == 2
             with pytest.raises(UnknownScenario):
                 await c.reset("nope")
@@ -97,7 +98,7 @@ def test_async_env_owns_its_client(bridge):
         await env.close()
         await env.close()
         assert env.client.closed
-        with pytest.raises(RuntimeError):
+        with pytest.raises(gymnasium.error.ClosedEnvironmentError):
             await env.reset()
 
     asyncio.run(main())

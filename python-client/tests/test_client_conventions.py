@@ -97,7 +97,7 @@ def test_make_vec_async_with_default_shared_memory(bridge):
         assert vec.shared_memory is True
         obs, _ = vec.reset(seed=3)
         assert list(obs) == [NOTES_1_TASK, NOTES_1_TASK]
-        obs, reward, terminated, truncated, _ = vec.step(np.array([REFERENCE_ACTIONS[0], "All done."], dtype=object))
+        obs, _reward, terminated, _truncated, _ = vec.step(np.array([REFERENCE_ACTIONS[0], "All done."], dtype=object))
         # each step's observations are the new ones (not the reset's, read once from the buffer)
         assert json.loads(obs[0])["success"] is True
         assert obs[1] == "Task finished" and terminated.tolist() == [False, True]
@@ -154,7 +154,7 @@ def test_a_hand_wrapped_time_limit_reset_or_close_mid_episode_scores_the_episode
     env = TimeLimit(inner, max_episode_steps=1)
     try:
         env.reset(seed=1)
-        _, reward, terminated, truncated, info = env.step(REFERENCE_ACTIONS[0])
+        _, reward, _terminated, truncated, info = env.step(REFERENCE_ACTIONS[0])
         assert truncated and "end_reason" not in info and reward == 0.0  # TimeLimit alone: the bridge episode is open
         env.reset(seed=2)  # ... so reset scores it before starting the next one
         assert len(finished) == 1 and finished[0]["info"]["end_reason"] == "client" and "reward_info" in finished[0]["info"]

@@ -71,14 +71,14 @@ def test_vector_env_over_a_fleet_spreads_sticks_and_survives_a_withdrawn_replica
         bridges["b"].process.kill()
         bridges["b"].process.wait()
         source.withdraw("b")
-        obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[1]] * 4)
+        _, r, _, tr, info = vec.step([REFERENCE_ACTIONS[1]] * 4)
         for i in range(4):
             if placed[i] == "b":
                 assert tr[i] and info["error"]["code"][i] == "session_lost" and "left the fleet" in info["error"]["message"][i]
             else:
                 assert not tr[i] and info["observation"]["role"][i] == "tool"
         assert vec.lost_episodes == 2
-        obs, r, te, tr, info = vec.step([FINAL_REPLY] * 4)  # a's episodes finish; b's autoreset onto a
+        _obs, r, te, tr, info = vec.step([FINAL_REPLY] * 4)  # a's episodes finish; b's autoreset onto a
         assert [vec.replica_uid(i) for i in range(4)] == ["a"] * 4
         for i in range(4):
             assert (r[i] == 1.0 and te[i]) if placed[i] == "a" else (not te[i] and info["observation"]["role"][i] == "user")
@@ -99,7 +99,7 @@ def test_a_request_in_flight_when_its_replica_is_withdrawn_ends_without_the_time
         try:
             threading.Timer(1.0, source.withdraw, args=("b",)).start()
             t0 = time.monotonic()
-            obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)  # 60 s timeout, but b is withdrawn after 1 s
+            _obs, _r, _te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)  # 60 s timeout, but b is withdrawn after 1 s
             assert time.monotonic() - t0 < 30  # ended by the withdrawal, not by the request timeout
             assert [bool(tr[i]) for i in on_b] == [True] and info["error"]["code"][on_b[0]] == "session_lost"
         finally:
@@ -122,7 +122,7 @@ def test_async_env_on_a_fleet(two_bridges):
         bridges["b"].process.wait()
         source.withdraw("b")
         results = await asyncio.gather(*(e.step(REFERENCE_ACTIONS[1]) for e in envs))
-        for e, (obs, reward, terminated, truncated, info) in zip(envs, results):
+        for e, (_obs, _reward, _terminated, truncated, info) in zip(envs, results):
             if e.replica == "b":
                 assert truncated and info["error"]["code"] == "session_lost"
             else:

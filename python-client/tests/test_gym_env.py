@@ -29,7 +29,7 @@ def test_check_env_passes(env):
     # the only expected complaint is the absence of a registered spec for render-mode checks
     serious = [w for w in caught if "render" not in str(w.message) and "spec" not in str(w.message)]
     assert not serious, [str(w.message) for w in serious]
-    assert env.scenario_ids == ["notes-1", "notes-2", "hostile-1"]
+    assert env.scenario_ids == ["notes-1", "notes-2", "hostile-1", "faults-1"]
 
 
 def test_check_env_on_a_single_task_scenario(bridge):
@@ -88,7 +88,7 @@ def test_reference_episode_and_session_reuse(env):
     with pytest.raises(EpisodeDone):
         env.step(FINAL_REPLY)
     # the next episode runs in the same bridge session
-    obs2, info2 = env.reset(scenario_id="notes-2")
+    _obs2, info2 = env.reset(scenario_id="notes-2")
     assert env.session_id == session and info2["mode"] == "conversation"
     assert info2["episode_id"] == env.episode_id != first_episode and env.scenario_id == "notes-2"
 
@@ -96,7 +96,7 @@ def test_reference_episode_and_session_reuse(env):
 def test_finish_scores_the_episode_now(env):
     env.reset(scenario_id="notes-1")
     env.step(REFERENCE_ACTIONS[0])
-    obs, reward, terminated, truncated, info = env.finish()
+    _obs, reward, terminated, _truncated, info = env.finish()
     assert terminated and info["end_reason"] == "client"
     assert 0.0 < reward < 1.0  # one of three checks passes
     assert info["reward_info"]["passed"] == 1
@@ -110,7 +110,7 @@ def test_close_is_idempotent_and_closes_the_session(bridge):
     env.close()
     with bridge.client(0) as c, pytest.raises(SessionClosed):
         c.step(session, "hi")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(gym.error.ClosedEnvironmentError):
         env.reset()
     assert env.client.closed  # the env made its client, so it closed it
 
@@ -128,5 +128,5 @@ def test_env_on_a_shared_client_leaves_it_open(bridge):
 
 def test_numpy_string_actions_are_accepted(env):
     env.reset(scenario_id="notes-1")
-    obs, reward, terminated, *_ = env.step(np.array(FINAL_REPLY, dtype=object))
+    obs, _reward, terminated, *_ = env.step(np.array(FINAL_REPLY, dtype=object))
     assert terminated and obs == "Task finished"

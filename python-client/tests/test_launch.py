@@ -63,14 +63,12 @@ def _is_zombie(pid: int) -> bool:
 
 
 def test_launch_failure_is_reported_with_the_log(tmp_path):
-    with pytest.raises(RuntimeError) as e:
-        with envscaler.launch(envs=tmp_path / "no-such-dir", extra_args=["--no-record"], startup_timeout=30):
-            pass
+    with pytest.raises(RuntimeError) as e, envscaler.launch(envs=tmp_path / "no-such-dir", extra_args=["--no-record"], startup_timeout=30):
+        pass
     assert "did not start" in str(e.value) and "log tail" in str(e.value)
 
 
 def test_missing_cli_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("ENVSCALER_CLI", raising=False)
-    with pytest.raises(FileNotFoundError):
-        with envscaler.launch(command=["/nonexistent/envscaler-cli"]):
-            pass
+    with pytest.raises(FileNotFoundError), envscaler.launch(command=["/nonexistent/envscaler-cli"]):
+        pass

@@ -111,9 +111,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 @asynccontextmanager
 async def session(url: str, headers: dict[str, str] | None = None, **kw: Any):
     """One MCP session with the official client (its default mode: probe, then initialize)."""
-    async with create_mcp_http_client(headers=headers or {}) as http:
-        async with Client(streamable_http_client(url, http_client=http), **kw) as client:
-            yield client
+    async with create_mcp_http_client(headers=headers or {}) as http, Client(streamable_http_client(url, http_client=http), **kw) as client:
+        yield client
 
 
 def refusal(exc: BaseException) -> tuple[str | None, str]:
@@ -373,7 +372,10 @@ def test_non_loopback_bind_requires_the_token(tmp_path: Path, built_bridge: None
     # traffic below still goes over 127.0.0.1 only
     refused = subprocess.run(
         ["node", str(CLI), "mcp", "--envs", str(BUNDLED_ENVS), "--host", "0.0.0.0", "--port", "0", "--no-record"],
-        capture_output=True, timeout=60, env={k: v for k, v in os.environ.items() if k != "ENVSCALER_MCP_TOKEN"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "ENVSCALER_MCP_TOKEN"},
     )
     assert refused.returncode == 1
     assert b"without a bearer token" in refused.stderr
@@ -415,7 +417,7 @@ def test_episodes_are_recorded_and_replay(tmp_path: Path, built_bridge: None) ->
         asyncio.run(main())
     files = list(record.glob("mcp-*.jsonl"))
     assert len(files) == 1
-    out = subprocess.run(["node", str(CLI), "replay", str(files[0]), "--envs", str(BUNDLED_ENVS)], capture_output=True, timeout=120)
+    out = subprocess.run(["node", str(CLI), "replay", str(files[0]), "--envs", str(BUNDLED_ENVS)], capture_output=True, timeout=120, check=False)
     assert out.returncode == 0, out.stdout.decode() + out.stderr.decode()
     # the session until its restore, the fork, and the session after the restore
     assert "3/3 episodes replayed exactly" in out.stdout.decode() + out.stderr.decode(), out.stdout.decode()
@@ -560,7 +562,7 @@ def test_snapshot_and_fork_limits_are_typed_errors(tmp_path: Path, built_bridge:
     with start_mcp(tmp_path, "--max-snapshots", "1", "--max-sessions", "3", "--idle-timeout", "2") as s:
 
         async def main() -> None:
-            async with session(s.url, on("library-1", rollout="lim")) as c, session(s.url, on("library-2", rollout="other")):
+            async with session(s.url, on("library-1", rollout="lim")), session(s.url, on("library-2", rollout="other")):
                 first = s.control("POST", "/sessions/lim/snapshot")
                 assert first[0] == 200
                 status, body = s.control("POST", "/sessions/lim/snapshot")
@@ -616,8 +618,9 @@ def openai_fixture(tmp_path: Path, script: list[Any]) -> Iterator[tuple[str, Pat
     """tests/openai-fixture.ts as a process: scripted chat completions; yields its base URL and the request log."""
     script_file, requests = tmp_path / "script.json", tmp_path / "requests.jsonl"
     script_file.write_text(json.dumps(script))
-    process = subprocess.Popen(["node", "--import", "tsx", str(REPO / "tests" / "openai-fixture-main.ts"), str(script_file), str(requests)],
-                               cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        ["node", "--import", "tsx", str(REPO / "tests" / "openai-fixture-main.ts"), str(script_file), str(requests)], cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
         line = process.stdout.readline() if process.stdout else b""
         if not line:

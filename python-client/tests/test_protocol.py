@@ -9,6 +9,7 @@ import msgpack
 import pytest
 
 from envscaler import protocol
+from envscaler.episode_logic import step_tuple
 from envscaler.protocol import BridgeError, BridgeTimeout, CodecError, error_for, packb, unpackb
 
 from helpers import PROTOCOL_DOC, REPO, VECTORS
@@ -41,10 +42,14 @@ def test_a_step_reply_carries_each_tool_output_once_and_the_client_expands_it(ve
     assert expand_reply(wire)["result"] == vector["expanded"]
 
 
-def test_integral_float_reads_as_int_and_compares_equal():
-    # §2: a reward of 1.0 may arrive as an int; readers accept it
+def test_an_integral_reward_arrives_as_an_int_and_reads_as_a_float():
+    # §2: an integral reward may be encoded as a msgpack int; readers accept it as a float
     reply = next(m for m in MESSAGES if m["name"] == "step result")
-    assert unpackb(bytes.fromhex(reply["msgpack_hex"]))["result"]["reward"] == 0.0
+    result = unpackb(bytes.fromhex(reply["msgpack_hex"]))["result"]
+    assert type(result["reward"]) is int  # the golden vector does carry an int on the wire
+    for wire in (result, {**result, "reward": 1}):
+        _, reward, *_ = step_tuple(unpackb(packb(wire)))
+        assert type(reward) is float and reward == wire["reward"]
 
 
 def test_codec_rejects_extension_types_both_ways():

@@ -111,9 +111,9 @@ def _by_node(fleet):
 def _play_notes(vec, n):
     vec.reset(seed=3, options={"scenario_id": "notes-1"})
     for a in REFERENCE_ACTIONS:
-        obs, r, te, tr, info = vec.step([a] * n)
+        _, _, te, tr, _ = vec.step([a] * n)
         assert not te.any() and not tr.any()
-    obs, r, te, tr, info = vec.step([FINAL_REPLY] * n)
+    _obs, r, te, tr, _info = vec.step([FINAL_REPLY] * n)
     return r, te
 
 
@@ -121,7 +121,7 @@ def _play_notes(vec, n):
 
 
 def test_one_agent_per_selected_node_and_every_endpoint_answers(cluster, fleet):
-    c, workers = cluster
+    _c, workers = cluster
     agents = _by_node(fleet)
     assert set(agents) == {w.node_id for w in workers}  # one each, on the envnode nodes, none on the head
     assert len({d["pid"] for d in agents.values()}) == 2
@@ -140,7 +140,7 @@ def test_every_connection_needs_the_fleet_keys(fleet):
     import zmq
 
     view = fleet.view()
-    uid, r = next(iter(view.replicas.items()))
+    _uid, r = next(iter(view.replicas.items()))
     with BridgeClient(r["endpoint"], timeout=1.5) as plain, pytest.raises(BridgeTimeout):
         plain.hello()
     public, secret = zmq.curve_keypair()
@@ -187,7 +187,7 @@ def test_registry_hands_keys_only_to_its_namespace(cluster, fleet):
             print("REFUSED")
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
     assert "NOT-FOUND" in out.stdout and "REFUSED" in out.stdout, out.stderr[-2000:]
 
 
@@ -259,6 +259,7 @@ def test_killed_replica_is_restarted_and_republished(fleet):
         os.kill(serve_pid, signal.SIGKILL)
         # the serve's own replica process goes with it (its IPC channel closed): no orphan
         wait_for(lambda: not any(_pid_alive(p) for p in replica_pids), 10, what="the killed serve's replica to exit")
+
         # the agent restarts it under a new uid and the registry lists that instead
         def republished():
             view.refresh(force=True)
@@ -268,11 +269,11 @@ def test_killed_replica_is_restarted_and_republished(fleet):
         fresh = wait_for(republished, 60, what="the restarted replica in the registry")
         assert view.replicas[fresh[0]]["generation"] == victim["generation"] + 1
         # the episode there ended as session_lost; the other one stepped on
-        obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)
+        _, _, _, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)
         assert tr[0] and info["error"]["code"][0] == "session_lost"
         assert not tr[1] and info["observation"]["role"][1] == "tool"
         # next step: sub-env 0 autoresets onto a live replica and plays on
-        obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[1]] * 2)
+        _obs, _r, _te, tr, info = vec.step([REFERENCE_ACTIONS[1]] * 2)
         assert vec.replica_uid(0) in view.replicas and not tr.any()
         with BridgeClient(view.replicas[fresh[0]]["endpoint"], timeout=10, curve=view.curve_for(fresh[0])) as c:
             assert c.hello()["server"] == "envscaler"
@@ -303,7 +304,7 @@ def test_killed_replica_process_inside_serve_is_restarted_in_place(fleet):
         assert again["pids"][0] == serve_pid  # the same serve process, the same registry entry
         view.refresh(force=True)
         assert uid in view.replicas
-        obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)
+        _obs, _r, _te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 2)
         assert tr[0] and info["error"]["code"][0] == "session_lost"
         assert not tr[1]
         try:
@@ -322,6 +323,7 @@ def test_killed_agent_worker_leaves_no_orphans_and_is_replaced(fleet):
     assert pids and all(_pid_alive(p) for p in pids)
     os.kill(agent["pid"], signal.SIGKILL)  # no Python code of the agent runs after this
     wait_for(lambda: not any(_pid_alive(p) for p in pids), 15, what="the dead agent's replicas to exit")
+
     # the reconciler notices and starts a new agent on the same (still alive) node
     def replaced():
         d = _by_node(fleet).get(node)
@@ -355,13 +357,14 @@ def test_removed_node_withdraws_and_its_episodes_end_as_session_lost(cluster, fl
         wait_for(lambda: not any(_pid_alive(p) for p in dying), 15, interval=0.05, what="the removed node's replicas to exit")
         print("dead after", time.monotonic() - t0)
         # episodes there were in the middle: they end as session_lost, the others step on
-        obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[1]] * 4)
+        _, _, _, tr, info = vec.step([REFERENCE_ACTIONS[1]] * 4)
         print("stepped after", time.monotonic() - t0, view.refresh_errors)
         for i in on_dying:
             assert tr[i] and info["error"]["code"][i] == "session_lost"
         for i in survivors:
             assert not tr[i] and info["observation"]["role"][i] == "tool"
         assert vec.lost_episodes >= len(on_dying)
+
         def withdrawn():
             view.refresh(force=True)
             return None if dying_uids & set(view.replicas) else time.monotonic() - t0
@@ -369,7 +372,7 @@ def test_removed_node_withdraws_and_its_episodes_end_as_session_lost(cluster, fl
         gone = wait_for(withdrawn, WITHDRAW_BOUND_S + 5, what="the registry to withdraw the node")
         assert gone <= WITHDRAW_BOUND_S, f"withdrawn after {gone:.1f} s, bound {WITHDRAW_BOUND_S} s"
         # the vector env keeps stepping: lost sub-envs autoreset onto the surviving node
-        obs, r, te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 4)
+        _obs, _r, _te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 4)
         assert not tr.any()
         for i in on_dying:  # autoreset: a fresh episode, on a live replica
             assert info["observation"]["role"][i] != "tool" and info["episode_id"][i]
@@ -384,7 +387,7 @@ def test_removed_node_withdraws_and_its_episodes_end_as_session_lost(cluster, fl
 
 
 def test_a_node_added_later_gets_an_agent(cluster, fleet):
-    c, workers = cluster
+    c, _workers = cluster
     new = c.add_node(num_cpus=1, resources={"envnode": 1})
     c.wait_for_nodes()
     wait_for(lambda: new.node_id in _by_node(fleet), 60, interval=0.5, what="an agent on the new node")
@@ -397,7 +400,7 @@ def test_a_node_added_later_gets_an_agent(cluster, fleet):
     uid = wait_for(listed, 60, what="the new node's replica in the registry")[0]
     vec = EnvScalerVectorEnv(view, 2, scenario_ids=["notes-1"])
     try:
-        r, te = _play_notes(vec, 2)
+        r, _te = _play_notes(vec, 2)
         assert r.tolist() == [1.0, 1.0]
         assert uid in {vec.replica_uid(0), vec.replica_uid(1)}  # new episodes spread onto it
     finally:

@@ -54,10 +54,10 @@ def test_vector_env_forks_one_session_into_a_group(bridge):
         new = vec.fork(0)
         assert len(new) == 3 and not set(new) & set(before)
         assert all(vec.replica_of[i] == vec.replica_of[0] for i in range(4))
-        _, rewards, terminated, _, infos = vec.step([REFERENCE_ACTIONS[1]] * 4)
+        _, _rewards, _terminated, _, infos = vec.step([REFERENCE_ACTIONS[1]] * 4)
         hashes = set(infos["state_hash"])
         assert len(hashes) == 1  # the group continues from one state
-        steps = set(int(s) for s in infos["step"])
+        steps = {int(s) for s in infos["step"]}
         assert steps == {2}
     finally:
         vec.close()
@@ -70,7 +70,7 @@ def test_snapshot_limit_is_a_typed_error_naming_it():
             env.reset(options={"scenario_id": "notes-1"})
             env.snapshot()
             env.snapshot()
-            with pytest.raises(TooLarge, match="max-snapshots|maxSnapshotsPerEpisode"):
+            with pytest.raises(TooLarge, match=r"max-snapshots|maxSnapshotsPerEpisode"):
                 env.snapshot()
         finally:
             env.close()
@@ -109,6 +109,7 @@ def test_a_retried_request_gets_the_first_reply_and_does_not_run_twice(bridge):
     sock.setsockopt(zmq.IDENTITY, b"py-retry-test")
     sock.connect(bridge.endpoints[0])
     try:
+
         def ask(req):
             sock.send(packb(req))
             assert sock.poll(30_000)
@@ -132,8 +133,10 @@ def test_a_retried_request_gets_the_first_reply_and_does_not_run_twice(bridge):
 def test_sessions_per_client_are_bounded_and_other_clients_are_not_starved():
     from envscaler.protocol import TooManySessions
 
-    with start_bridge(replicas=1, extra=("--max-sessions-per-client", "2")) as b:
-        with b.client(0, timeout=30) as greedy, b.client(0, timeout=30) as other:
+    with start_bridge(replicas=1, extra=("--max-sessions-per-client", "2")) as b, b.client(0, timeout=30) as greedy, b.client(0, timeout=30) as other:
+        greedy.reset("notes-1")
+        greedy.reset("notes-1")
+        with pytest.raises(TooManySessions, match="max_sessions_per_client"):
             greedy.reset("notes-1")
             greedy.reset("notes-1")
             with pytest.raises(TooManySessions, match="max_sessions_per_client"):

@@ -114,7 +114,7 @@ def test_reset_options(bridge):
         a, _ = v.reset(seed=3)
         b, ib = v.reset(seed=3)
         assert list(a) == list(b)
-        assert set(ib["scenario_id"]) <= {"notes-1", "notes-2", "hostile-1"}
+        assert set(ib["scenario_id"]) <= {"notes-1", "notes-2", "hostile-1", "faults-1"}
         _, ic = v.reset(seed=3)
         assert list(ic["seed"]) == list(ib["seed"])
         # a partial reset leaves the other sub-envs alone

@@ -147,7 +147,7 @@ export class LlmClient {
           return { content, finish_reason };
         } catch (e) {
           const timedOut = e instanceof OpenAI.APIConnectionTimeoutError;
-          const status = e instanceof OpenAI.APIError ? e.status : undefined;
+          const status = e instanceof OpenAI.APIError && typeof e.status === "number" ? e.status : undefined;
           const retryable = e instanceof OpenAI.APIConnectionError || status === 408 || status === 409 || status === 429 || (status !== undefined && status >= 500);
           if (timedOut) {
             timeouts++;

@@ -172,7 +172,10 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
         ? { result: "fail" as const, reason: `env fault: ${r.info.error.code}: ${r.info.error.message}` }
         : await llm.askJson(
             "judge",
-            judgePrompt({ rules: env.plan.rules, source: env.source, tool: call.tool, argumentsJson: JSON.stringify(call.arguments), caseType: call.case_type, expectation: call.expectation, result: r.observation.content, diff: JSON.stringify(r.info.diff) }),
+            judgePrompt({
+              rules: env.plan.rules, source: env.source, tool: call.tool, argumentsJson: JSON.stringify(call.arguments), caseType: call.case_type,
+              expectation: call.expectation, result: r.observation.content, diff: JSON.stringify(r.info.diff),
+            }),
             Judgement,
           );
       cases.push({ round, tool: call.tool, arguments: call.arguments, case_type: call.case_type, expectation: call.expectation, observation: r.observation.content, diff: r.info.diff, ...judged });

@@ -6,16 +6,21 @@ import { jaccard, shingles } from "../text-similarity.js";
 
 export type TaskFormat = "jsonl" | "json" | "api-bank";
 
+/** A field as text: a string as it is, anything else as its JSON (never "[object Object]"). */
+function asText(v: unknown): string {
+  return typeof v === "string" ? v : v === undefined || v === null ? "" : JSON.stringify(v);
+}
+
 /** Task texts from a file: JSONL or a JSON array of strings or {task|text|query} objects, or API-Bank samples. */
 export function readTaskTexts(path: string, format: TaskFormat): string[] {
   const text = readFileSync(path, "utf8");
-  const items: unknown[] = format === "jsonl" ? text.split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l)) : (JSON.parse(text) as unknown[]);
+  const items: unknown[] = format === "jsonl" ? text.split("\n").filter((l) => l.trim()).map((l): unknown => JSON.parse(l)) : (JSON.parse(text) as unknown[]);
   return items
     .map((item) => {
       if (typeof item === "string") return item;
       const o = item as Record<string, unknown>;
-      if (format === "api-bank") return apiBankRequest(String(o.input ?? ""));
-      return String(o.task ?? o.text ?? o.query ?? "");
+      if (format === "api-bank") return apiBankRequest(asText(o.input));
+      return asText(o.task ?? o.text ?? o.query);
     })
     .map((t) => t.trim())
     .filter(Boolean);

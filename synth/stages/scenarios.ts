@@ -6,6 +6,7 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/episode/episode.js";
 import { Scenario } from "../../envs/bundle-schema.js";
 import { loadBundle } from "../../envs/load-bundle.js";
+import { bundleInitialState } from "../../bridge/state/bundle-state.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import type { Rejection } from "./mine.js";
@@ -90,7 +91,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
     try {
       const draft = await llm.askJson(
         "scenario",
-        scenarioPrompt({ introduction: m.introduction, rules: m.rules, tools: m.tools, state: JSON.stringify(bundle.initialState()), mode, taken: kept.map((s) => s.task) }),
+        scenarioPrompt({ introduction: m.introduction, rules: m.rules, tools: m.tools, state: JSON.stringify(bundleInitialState(bundle)), mode, taken: kept.map((s) => s.task) }),
         ScenarioDraft,
         async (d) => {
           if (mode === "conversation" && !d.user_instructions) return "a conversation scenario needs user_instructions";
@@ -124,4 +125,3 @@ function toScenario(d: z.infer<typeof ScenarioDraft>, id: string, envId: string,
     reference_actions: d.reference_actions,
   };
 }
-

@@ -20,8 +20,9 @@ import { EnvRegistry } from "../../envs/registry.js";
 import { LlmClient } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
+import { needsShared, sharedPath } from "../shared-data.js";
 
-const API_BANK = join(import.meta.dirname, "..", "..", "..", "shared", "datasets", "api-bank", "lv3-train.json");
+const API_BANK = sharedPath("datasets", "api-bank", "lv3-train.json");
 const ON = process.env.LOCAL_LLM === "1";
 const BASE_URL = process.env.LOCAL_LLM_BASE_URL ?? "http://127.0.0.1:8080/v1";
 const MODEL = process.env.LOCAL_LLM_MODEL ?? "qwen2.5-coder-0.5b";
@@ -30,7 +31,7 @@ const report: Record<string, unknown> = { model: MODEL, base_url: BASE_URL, star
 const save = () => writeFileSync(process.env.LOCAL_LLM_REPORT ?? "/tmp/envscaler-local-llm.json", `${JSON.stringify(report, null, 1)}\n`);
 
 describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LOCAL_LLM_BASE_URL)", () => {
-  test.skipIf(!existsSync(API_BANK))(`synth on API-Bank task lines (needs ${API_BANK}: point ../shared at the shared folder)`, async () => {
+  test.skipIf(!existsSync(API_BANK))(`synth on API-Bank task lines (${needsShared(API_BANK)})`, async () => {
     const n = num("LOCAL_LLM_SYNTH_TASKS", 3);
     // a fixed set: the first n distinct lines that pass the cheap prefilter
     const tasks = [...new Set(readTaskTexts(API_BANK, "api-bank"))].filter((t) => !prefilterReason(t)).slice(0, n);
@@ -90,7 +91,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
         let steps = 0;
         let first = "";
         for (; steps < num("LOCAL_LLM_AGENT_STEPS", 6); ) {
-          const res = await client.chat.completions.create({ model: MODEL, messages, tools: info.tools as OpenAI.Chat.Completions.ChatCompletionTool[], max_tokens: 384, temperature: 0 });
+          const res = await client.chat.completions.create({ model: MODEL, messages, tools: info.tools, max_tokens: 384, temperature: 0 });
           const msg = res.choices[0]!.message;
           first ||= (msg.content ?? "") + (msg.tool_calls?.length ? ` [tool_calls: ${msg.tool_calls.map((c) => (c.type === "function" ? c.function.name : c.type)).join(", ")}]` : "");
           const action = { role: "assistant", content: msg.content ?? "", tool_calls: msg.tool_calls ?? [] };
@@ -100,7 +101,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
           else if (r.info.tool_calls.length) kinds.parsed_from_text++;
           else if (r.observation.content.includes('"invalid_action"')) kinds.invalid_action++;
           else kinds.text_reply++;
-          messages.push(msg as Msg);
+          messages.push(msg);
           if (msg.tool_calls?.length) {
             for (const [i, c] of msg.tool_calls.entries()) messages.push({ role: "tool", tool_call_id: c.id, content: r.observation.tool_results?.[i]?.content ?? r.observation.content });
           } else messages.push({ role: "user", content: r.observation.content });

@@ -74,7 +74,7 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
   });
 
   test("every ground-truth, perturbed and fuzzed call gives the original's exact text and state; our checker's verdicts and process accuracy are the official ones", () => {
-    const { stats, problems } = verify(golden, classDefaults(ACE, PY), answers) as { stats: Record<string, number>; problems: string[] };
+    const { stats, problems } = verify(golden, classDefaults(ACE, PY), answers);
     expect(problems.slice(0, 10)).toEqual([]);
     expect(golden.tasks).toHaveLength(50);
     expect(golden.tasks.filter((t) => t.category === "multi_step")).toHaveLength(20);
@@ -105,13 +105,13 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
       const ep = r.info.episode_id;
       let last: Step | undefined;
       for (const call of v.calls) {
-        last = (await runtime.step(ep, { name: call.name, arguments: call.args })) as unknown as Step;
+        last = await runtime.step(ep, { name: call.name, arguments: call.args });
         if (last.terminated || last.truncated) break;
         if (observationText(last) !== call.out) mismatches.push(`${task.id} [${v.kind}] ${call.name}: ${observationText(last).slice(0, 200)} != ${call.out.slice(0, 200)}`);
       }
       // multi-step: a text reply ends the task; multi-turn: the conversation is ended and scored (no simulated user here)
-      if (!last?.terminated) last = (await runtime.step(ep, "finish conversation")) as unknown as Step;
-      if (!last.terminated) last = (await runtime.finish(ep)) as unknown as Step;
+      if (!last?.terminated) last = await runtime.step(ep, "finish conversation");
+      if (!last.terminated) last = await runtime.finish(ep);
       // the reward info names ACEBench's process accuracy (what `envscaler eval acebench` averages)
       if (processAccuracyOf(last.info.reward_info) !== v.verdict.process_accuracy) mismatches.push(`${task.id} [${v.kind}]: process accuracy ${processAccuracyOf(last.info.reward_info)}, official ${v.verdict.process_accuracy}`);
       if (last.reward !== (v.verdict.valid ? 1 : 0) || !last.terminated) mismatches.push(`${task.id} [${v.kind}]: reward ${last.reward}, official ${JSON.stringify(v.verdict)} ${String(JSON.stringify(last.info)).slice(0, 400)} ${observationText(last).slice(0, 200)}`);

@@ -72,7 +72,7 @@ describe.skipIf(!HAVE_BFCL)(`BFCL v3 multi-turn against the original classes (${
   });
 
   test("every ground-truth, perturbed and fuzzed call gives the original's exact text and every turn's state is equal; our checker's verdicts are the official ones", () => {
-    const { stats, problems } = verify(golden) as { stats: Record<string, number>; problems: string[] };
+    const { stats, problems } = verify(golden);
     expect(problems.slice(0, 10)).toEqual([]);
     const gtCalls = golden.tasks.reduce((n, t) => n + t.turns.reduce((m, turn) => m + turn.calls.length, 0), 0);
     expect(golden.tasks).toHaveLength(800);

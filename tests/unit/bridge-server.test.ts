@@ -5,8 +5,9 @@ import { Dealer } from "zeromq";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
-import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { PROTOCOL_VERSION, RESULT_SCHEMAS } from "../../protocol/messages.js";
+import type { StepResult } from "../../bridge/episode/episode.js";
 import { FIXTURES } from "../helpers.js";
 
 const HOSTILE = join(FIXTURES, "..", "hostile");
@@ -72,11 +73,12 @@ test("a reference solution over the wire scores 1.0; state, finish and close beh
 });
 
 test("agent mistakes are observations; protocol mistakes are typed errors", async () => {
-  const { session_id } = (await client.request("reset", { scenario_id: "notes-1" })) as { session_id: string };
-  const bad = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "add_note", arguments: { colour: "red" } } }));
+  const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1" });
+  // the client has put back the observation text the wire leaves out (protocol/step-wire.ts)
+  const bad = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "add_note", arguments: { colour: "red" } } })) as StepResult;
   expect(bad.terminated).toBe(false);
   expect(bad.observation.content).toMatch(/invalid_arguments/);
-  const unknown = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "rm_rf", arguments: {} } }));
+  const unknown = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id, action: { name: "rm_rf", arguments: {} } })) as StepResult;
   expect(unknown.observation.content).toMatch(/unknown_tool/);
   expect(await code(client.request("reset", { scenario_id: "nope-1" }))).toBe("unknown_scenario");
   expect(await code(client.request("step", { session_id }))).toBe("bad_request");
@@ -86,8 +88,8 @@ test("agent mistakes are observations; protocol mistakes are typed errors", asyn
 });
 
 test("step_batch steps many sessions in one message; one failure does not fail the others", async () => {
-  const a = (await client.request("reset", { scenario_id: "notes-1", seed: 1 })) as { session_id: string };
-  const b = (await client.request("reset", { scenario_id: "notes-1", seed: 2 })) as { session_id: string };
+  const a = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 1 });
+  const b = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 2 });
   const batch = RESULT_SCHEMAS.step_batch.parse(
     await client.request("step_batch", { steps: [{ session_id: a.session_id, action: ref[0] }, { session_id: "s-0-00000000-ff", action: ref[0] }, { session_id: b.session_id, action: ref[0] }] }),
   );
@@ -98,8 +100,8 @@ test("step_batch steps many sessions in one message; one failure does not fail t
 });
 
 test("a hostile env ends only its own episode while another session keeps stepping", async () => {
-  const good = (await client.request("reset", { scenario_id: "notes-1", seed: 5 })) as { session_id: string };
-  const bad = (await client.request("reset", { scenario_id: "hostile-1", seed: 5 })) as { session_id: string };
+  const good = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 5 });
+  const bad = await client.request<{ session_id: string }>("reset", { scenario_id: "hostile-1", seed: 5 });
   const [spin, ok] = await Promise.all([
     client.request("step", { session_id: bad.session_id, action: { name: "native_hang", arguments: {} } }),
     client.request("step", { session_id: good.session_id, action: ref[0] }),
@@ -142,7 +144,7 @@ test("hostile frames get bad_request and the server keeps serving", async () => 
   big.connect(server.endpoint);
   await big.send(encodeFrame({ v: PROTOCOL_VERSION, id: 1, op: "hello", client: "x".repeat(2 << 20) }));
   big.close();
-  expect(((await client.request("hello")) as { instance: string }).instance).toBe(server.instance);
+  expect((await client.request<{ instance: string }>("hello")).instance).toBe(server.instance);
 });
 
 test("ids come back exactly as sent, and a close waits for the session's earlier requests", async () => {
@@ -193,7 +195,7 @@ test("the session limit gives too_many_sessions; closing frees a slot", async ()
   }
   expect(ids.length).toBe(6 - server.sessionCount + ids.length);
   await client.request("close", { session_id: ids[0] });
-  const r = (await client.request("reset", { scenario_id: "notes-1" })) as { session_id: string };
+  const r = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1" });
   ids[0] = r.session_id;
   for (const id of ids) await client.request("close", { session_id: id });
 });
@@ -204,7 +206,7 @@ test("the idle reaper closes unused sessions with a reason", async () => {
   await s.start();
   const c = new BridgeClient(s.endpoint, { timeoutMs: 10_000 });
   try {
-    const r = (await c.request("reset", { scenario_id: "notes-1" })) as { session_id: string };
+    const r = await c.request<{ session_id: string }>("reset", { scenario_id: "notes-1" });
     await new Promise((res) => setTimeout(res, 800));
     expect(s.sessionCount).toBe(0);
     const err = await c.request("step", { session_id: r.session_id, action: "x" }).catch((e: BridgeError) => e);
@@ -225,7 +227,7 @@ test("stopping lets in-flight requests finish and answers later ones with shutti
   await s.start();
   const c = new BridgeClient(s.endpoint, { timeoutMs: 10_000 });
   try {
-    const r = (await c.request("reset", { scenario_id: "hostile-1" })) as { session_id: string };
+    const r = await c.request<{ session_id: string }>("reset", { scenario_id: "hostile-1" });
     const slow = c.request("step", { session_id: r.session_id, action: { name: "spin", arguments: {} } });
     await new Promise((res) => setTimeout(res, 50));
     const stopped = s.stop();

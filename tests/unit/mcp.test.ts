@@ -122,11 +122,11 @@ test("the in-flight gate refuses one call over its limit with `overloaded`, befo
   let release!: () => void;
   const first = gate.run(() => new Promise<void>((r) => (release = r)));
   let ran = false;
-  await expect(gate.run(async () => void (ran = true))).rejects.toMatchObject({ code: "overloaded" });
+  await expect(gate.run(() => Promise.resolve(void (ran = true)))).rejects.toMatchObject({ code: "overloaded" });
   expect(ran).toBe(false);
   release();
   await first;
-  await expect(gate.run(async () => 1)).resolves.toBe(1);
+  await expect(gate.run(() => Promise.resolve(1))).resolves.toBe(1);
 });
 
 test("loopback is 127/8, ::1 and localhost; any other bind needs a token", () => {
@@ -143,7 +143,7 @@ test("envscaler mcp --stdio: one episode for a local client, scored when it disc
     command: process.execPath,
     args: ["--import", "tsx", CLI, "mcp", "--stdio", "--envs", BUNDLED_ENVS, "--scenario", "library-1", "--seed", "5", "--no-record", "--result-file", resultFile],
     stderr: "pipe",
-    env: { ...process.env, ENVSCALER_LOG_LEVEL: "warn" } as Record<string, string>,
+    env: { ...process.env, ENVSCALER_LOG_LEVEL: "warn" },
   });
   const client = new Client({ name: "mcp.test", version: "0" });
   await client.connect(transport);

@@ -23,7 +23,7 @@ test.each(messages.map((m) => [m.name, m] as const))("golden vector %s: bytes â‡
 
 test.each(messages.filter((m) => m.expanded).map((m) => [m.name, m] as const))("golden vector %s: each tool output crosses once, and the client puts the observation text back", (_, m) => {
   const wire = decodeFrame(Buffer.from(m.msgpack_hex, "hex")) as { result: Record<string, unknown> };
-  const steps = (m.op === "step_batch" ? (wire.result.results as { ok: boolean; result?: any }[]).filter((e) => e.ok).map((e) => e.result) : [wire.result]) as any[];
+  const steps = (m.op === "step_batch" ? (wire.result.results as { ok: boolean; result?: any }[]).filter((e) => e.ok).map((e) => e.result) : [wire.result]);
   for (const st of steps) {
     expect(st.observation.content).toBeUndefined();
     for (const c of st.info.tool_calls) expect(c.result).toBeUndefined();
@@ -46,7 +46,7 @@ test("golden vectors hold no integral floats (JavaScript cannot tell 1.0 from 1;
 
 test.each(badFrames.map((b) => [b.name, b] as const))("bad frame %s is refused by the scanner or the schemas", (_, b) => {
   const bytes = Buffer.from(b.hex, "hex");
-  let code = "";
+  let code: string;
   try {
     const raw = decodeFrame(bytes) as Record<string, unknown>;
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) code = "bad_request";

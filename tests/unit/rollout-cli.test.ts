@@ -1,17 +1,18 @@
 import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { expect, test } from "vitest";
 import type { RolloutResults } from "../../agent/summarize.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
+import { haveShared, needsShared, sharedPath } from "../shared-data.js";
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, "..", "..", "cli", "main.ts");
-const TAUBENCH = resolve(import.meta.dirname, "..", "..", "..", "shared", "benchmarks", "taubench");
+const TAUBENCH = sharedPath("benchmarks", "taubench");
 const CHROMIUM = "/usr/bin/chromium";
 /** The run folder of the first test, whose report the browser test opens. */
 let reportRun: string | null = null;
@@ -206,7 +207,7 @@ test("a conversation rollout killed with SIGKILL and resumed replays the simulat
   }
 }, 120_000);
 
-test.skipIf(!existsSync(TAUBENCH))("envscaler eval taubench runs end to end on the fixture: the imported test split, the simulated user, all-or-nothing reward, pass^k, the data version named (needs ../shared/benchmarks/taubench)", async () => {
+test.skipIf(!haveShared(TAUBENCH))(`envscaler eval taubench runs end to end on the fixture: the imported test split, the simulated user, all-or-nothing reward, pass^k, the data version named (${needsShared(TAUBENCH)})`, async () => {
   const fixture = await OpenAIFixture.start((r) =>
     r.model === "user-sim" ? (r.messages.some((m) => m.role === "assistant") ? "# Thought:\nno help\n# Reply:\n###STOP###" : "# Thought:\nstart\n# Reply:\nHi, I need to change an order.") : "Sorry, I cannot help with that.",
   );

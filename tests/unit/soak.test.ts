@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { Dealer } from "zeromq";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
-import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
@@ -41,9 +41,9 @@ const REFERENCE = [
 const FINAL = "Done: Bob has his 'todo' note and Ann's groceries note is deleted.";
 
 async function benign(seed: number): Promise<number> {
-  const { session_id } = (await client.request("reset", { scenario_id: "notes-1", seed })) as { session_id: string };
+  const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed });
   for (const a of REFERENCE) await client.request("step", { session_id, action: a });
-  const end = (await client.request("step", { session_id, action: FINAL })) as { reward: number };
+  const end = await client.request<{ reward: number }>("step", { session_id, action: FINAL });
   await client.request("close", { session_id });
   return end.reward;
 }
@@ -54,9 +54,9 @@ const codeOf = (e: unknown): string => (e instanceof BridgeError ? e.code : `thr
 async function hostile(i: number): Promise<{ refused: string[]; fault: string }> {
   const tool = ["spin", "bomb", "big_output", "deep_json", "cyclic", "recurse"][i % 6]!;
   const refused: string[] = [];
-  const { session_id } = (await client.request("reset", { scenario_id: "hostile-1", seed: i })) as { session_id: string };
+  const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: "hostile-1", seed: i });
   const stepError = async (action: unknown) => {
-    const r = (await client.request("step", { session_id, action })) as { terminated: boolean; observation: { content: string } };
+    const r = await client.request<{ terminated: boolean; observation: { content: string } }>("step", { session_id, action });
     expect(r.terminated).toBe(false);
     refused.push((JSON.parse(r.observation.content) as { error: { type: string } }).error.type);
   };
@@ -68,7 +68,7 @@ async function hostile(i: number): Promise<{ refused: string[]; fault: string }>
   await client.request("step", { session_id: "s-no-such-session", action: "hi" }).catch((e) => refused.push(codeOf(e)));
   // snapshots up to the episode's limit are fine; the one past it is refused
   const snaps: string[] = [];
-  for (let k = 0; k < 32; k++) snaps.push(((await client.request("snapshot", { session_id })) as { snapshot_id: string }).snapshot_id);
+  for (let k = 0; k < 32; k++) snaps.push(((await client.request<{ snapshot_id: string }>("snapshot", { session_id }))).snapshot_id);
   await client.request("snapshot", { session_id }).catch((e) => refused.push(codeOf(e)));
   await client.request("drop_snapshot", { snapshot_id: snaps[0] });
   let fault: string;
@@ -79,7 +79,7 @@ async function hostile(i: number): Promise<{ refused: string[]; fault: string }>
     fault = await step.then((r) => (r as { info: { error?: { code: string } } }).info.error?.code ?? "ok", codeOf);
     await close;
   } else {
-    const r = (await client.request("step", { session_id, action: { name: tool, arguments: {} } })) as { info: { error?: { code: string } } };
+    const r = await client.request<{ info: { error?: { code: string } } }>("step", { session_id, action: { name: tool, arguments: {} } });
     fault = r.info.error?.code ?? "ok";
     await client.request("close", { session_id });
   }
@@ -132,7 +132,7 @@ test("benign sessions finish with reward 1.0 among hostile ones; nothing hangs o
     // each misbehaving tool ends its own episode with a typed env fault, or is a tool error the agent reads
     expect(["env_timeout", "env_oom", "env_output_invalid", "tool_exception", "ok"]).toContain(h.fault);
   }
-  const stats = (await client.request("stats")) as { sessions: number; snapshots: number; hard_stops: number };
+  const stats = await client.request<{ sessions: number; snapshots: number; hard_stops: number }>("stats");
   expect(stats.sessions).toBe(0);
   expect(stats.snapshots).toBe(0); // a closed episode's snapshots go with it
   expect(stats.hard_stops).toBeGreaterThan(0); // the native hang (deep_json) did replace the worker
@@ -142,13 +142,13 @@ test("benign sessions finish with reward 1.0 among hostile ones; nothing hangs o
 });
 
 test("requests queued behind native hangs are all answered when the watchdog replaces the worker", { timeout: 60_000 }, async () => {
-  const neighbour = (await client.request("reset", { scenario_id: "notes-1", seed: 1 })) as { session_id: string };
-  const closedNeighbour = (await client.request("reset", { scenario_id: "notes-1", seed: 2 })) as { session_id: string };
-  const { session_id } = (await client.request("reset", { scenario_id: "hostile-1", seed: 3 })) as { session_id: string };
+  const neighbour = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 1 });
+  const closedNeighbour = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 2 });
+  const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: "hostile-1", seed: 3 });
   // the native hang first, then (queued behind it on the one worker) a neighbour's step, another's
   // close, a snapshot drop and the hanging episode's own close
-  const snap = (await client.request("snapshot", { session_id: neighbour.session_id })) as { snapshot_id: string };
-  const second = (await client.request("reset", { scenario_id: "hostile-1", seed: 4 })) as { session_id: string };
+  const snap = await client.request<{ snapshot_id: string }>("snapshot", { session_id: neighbour.session_id });
+  const second = await client.request<{ session_id: string }>("reset", { scenario_id: "hostile-1", seed: 4 });
   const hang = client.request("step", { session_id, action: { name: "deep_json", arguments: {} } });
   // re-posted to the replacement worker by the recovery, this one hangs that worker too
   const hang2 = client.request("step", { session_id: second.session_id, action: { name: "deep_json", arguments: {} } });
@@ -163,7 +163,7 @@ test("requests queued behind native hangs are all answered when the watchdog rep
   expect(await close).toEqual({ closed: true });
   expect(await drop).toMatchObject({ dropped: true });
   expect(await closeHung).toEqual({ closed: true });
-  const end = (await client.request("step", { session_id: neighbour.session_id, action: REFERENCE[1] })) as { info: { step: number } };
+  const end = await client.request<{ info: { step: number } }>("step", { session_id: neighbour.session_id, action: REFERENCE[1] });
   expect(end.info.step).toBe(2);
   await client.request("close", { session_id: neighbour.session_id });
   await client.request("close", { session_id: second.session_id });

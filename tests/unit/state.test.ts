@@ -2,6 +2,7 @@ import { describe, expect, test } from "vitest";
 import { EnvSession } from "../../bridge/episode/env-session.js";
 import { StateBase } from "../../bridge/state/state-base.js";
 import { sameStateUpToNewIds } from "../../bridge/state/same-state-up-to-new-ids.js";
+import { bundleStateBase } from "../../bridge/state/bundle-state.js";
 import { sameState, StateTracker } from "../../bridge/state/state-tracker.js";
 import { EnvBundle } from "../../envs/load-bundle.js";
 import { EnvManifest } from "../../envs/bundle-schema.js";
@@ -39,7 +40,7 @@ function counting(base: StateBase): { base: StateBase; reads: () => number } {
 
 test("a large state is not loaded or copied per episode: only touched records cross into the sandbox", async () => {
   const bundle = bigBundle(20_000); // ~5 MB of JSON
-  const { base, reads } = counting(bundle.stateBase());
+  const { base, reads } = counting(bundleStateBase(bundle));
   const s = await EnvSession.open(bundle, base, { seed: 1 });
   expect(reads()).toBe(0);
   const out = s.call("bump", { id: "r123" });
@@ -54,7 +55,7 @@ test("a large state is not loaded or copied per episode: only touched records cr
 
 test("the incremental state hash equals the hash of the whole state rebuilt from scratch", async () => {
   const bundle = bigBundle(50);
-  const s = await EnvSession.open(bundle, bundle.stateBase(), { seed: 1 });
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
   s.call("bump", { id: "r1" });
   s.call("insert", { id: "new" });
   s.call("drop", { id: "r2" });
@@ -68,7 +69,7 @@ test("the incremental state hash equals the hash of the whole state rebuilt from
 
 test("a record mutated later through an alias is still tracked", async () => {
   const bundle = bigBundle(5);
-  const s = await EnvSession.open(bundle, bundle.stateBase(), { seed: 1 });
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
   s.call("keep", { id: "r3" });
   const poke = s.call("poke", {});
   expect(poke.diff).toContainEqual({ op: "replace", path: "/rows/r3/n", value: -1, old: 3 });
@@ -78,13 +79,13 @@ test("a record mutated later through an alias is still tracked", async () => {
 
 test("replacing a whole collection is tracked, and equal end states compare equal", async () => {
   const bundle = bigBundle(5);
-  const a = await EnvSession.open(bundle, bundle.stateBase(), { seed: 1 });
-  const b = await EnvSession.open(bundle, bundle.stateBase(), { seed: 2 });
+  const a = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+  const b = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 2 });
   a.call("replace_all", {});
   expect(JSON.parse(a.stateJson()).rows).toEqual({ only: { n: 1, hist: [] } });
   expect(a.stateHash()).toBe(StateBase.fromState(JSON.parse(a.stateJson())).hash().hex());
   a.dispose();
-  const c = await EnvSession.open(bundle, bundle.stateBase(), { seed: 3 });
+  const c = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 3 });
   b.call("bump", { id: "r0" });
   c.call("bump", { id: "r0" });
   expect(sameState(b.tracker.view, c.tracker.view)).toBe(true);

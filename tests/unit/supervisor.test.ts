@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { expect, test } from "vitest";
 import { curveKeyPair } from "zeromq";
 import { isLocalEndpoint, replicaEndpoint, Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
-import { BridgeClient, BridgeError } from "../../protocol/bridge-client.js";
+import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";
 
@@ -35,9 +35,9 @@ test("a killed replica is restarted; its sessions are lost with a typed error, t
     expect(onFile).toEqual(info);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(info.endpoints).toHaveLength(2);
-    const [a, b] = await Promise.all(clients.map((c) => c.request("reset", { scenario_id: "notes-1", seed: 1 }) as Promise<{ session_id: string }>));
+    const [a, b] = await Promise.all(clients.map((c) => c.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 1 })));
     await Promise.all(clients.map((c, i) => c.request("step", { session_id: [a, b][i]!.session_id, action: ref[0] })));
-    const before = (await clients[0]!.request("hello")) as { instance: string };
+    const before = await clients[0]!.request<{ instance: string }>("hello");
 
     process.kill(sup.pids()[0]!, "SIGKILL");
     // the survivor keeps stepping while replica 0 is down
@@ -115,12 +115,12 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
   // node itself, not npx: the child is the supervisor, and its child is the replica
   const serve = spawn(process.execPath, ["--import", "tsx", cli, "serve", "--envs", FIXTURES, "--endpoint", "tcp://127.0.0.1:*", "--no-record", "--max-in-flight", "7", "--max-restarts-per-minute", "0", "--max-snapshots", "5", "--max-action-bytes", "2000", "--quarantine-after", "3", "--max-episode-input-mb", "2", "--max-snapshot-mb", "3"], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
-  serve.stderr!.on("data", (d: Buffer) => (log += d.toString()));
+  serve.stderr.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => serve.once("exit", (code) => resolve(code)));
   try {
     const endpoints = await new Promise<string[]>((resolve, reject) => {
       let out = "";
-      serve.stdout!.on("data", (d: Buffer) => {
+      serve.stdout.on("data", (d: Buffer) => {
         out += d.toString();
         const line = out.split("\n").find((l) => l.startsWith('{"serving"'));
         if (line) resolve((JSON.parse(line) as { serving: string[] }).serving);
@@ -130,7 +130,7 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
     });
     const client = new BridgeClient(endpoints[0]!, { timeoutMs: 10_000 });
     try {
-      const hello = (await client.request("hello", {})) as { limits: Record<string, number> };
+      const hello = await client.request<{ limits: Record<string, number> }>("hello", {});
       expect(hello.limits).toMatchObject({ max_in_flight: 7, max_snapshots_per_episode: 5, max_action_bytes: 2000, quarantine_after: 3, max_episode_input_bytes: 2 << 20, max_snapshot_bytes: 3 << 20 });
     } finally {
       client.close();

@@ -5,28 +5,33 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { canonicalJson } from "../../bridge/state/canonical-json.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
+import { Scenario } from "../../envs/bundle-schema.js";
 import { llmLimits, llmSummary, stageEndpoints } from "../../cli/commands/synth.js";
 import { CallCache } from "../../synth/llm/call-cache.js";
 import { LlmClient, LlmError, type LlmEvent } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { apiBankRequest, prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
+import { haveShared, needsShared, sharedPath } from "../shared-data.js";
 import { served, synthResponder, TASKS } from "../synth-fixture.js";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "envscaler-synth-"));
 const llmFor = (fixture: OpenAIFixture, cacheDir: string, extra: Partial<ConstructorParameters<typeof LlmClient>[0]> = {}) =>
   new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir, concurrency: 4, maxRetries: 1, ...extra });
 
-test("mining filters: the original's cheap rules, and API-Bank requests read from the real dataset", () => {
+test("mining filters: the original's cheap rules", () => {
   expect(prefilterReason("Show me a photo of my dog")).toBe("multimodal");
   expect(prefilterReason("Convert 20 USD to euros for my trip")).toBe("mentions currencies");
   expect(prefilterReason("Mail the report to ann@example.com today")).toBe("contains an e-mail address");
   expect(prefilterReason("Open https://example.com and book it")).toBe("contains a URL");
   expect(prefilterReason("预约明天的牙医，然后取消旧的预约")).toBe("not English");
   expect(prefilterReason("Book a table for two at the bistro tonight")).toBeNull();
-  const data = join(import.meta.dirname, "..", "..", "..", "shared", "datasets", "api-bank", "lv3-train.json");
-  const tasks = readTaskTexts(data, "api-bank");
+});
+
+const API_BANK = sharedPath("datasets", "api-bank", "lv3-train.json");
+test.skipIf(!haveShared(API_BANK))(`mining reads API-Bank requests from the real dataset (${needsShared(API_BANK)})`, () => {
+  const tasks = readTaskTexts(API_BANK, "api-bank");
   expect(tasks.length).toBeGreaterThan(1000);
   expect(tasks[0]).toBe("Find a cardiologist in Los Angeles for a check-up appointment.");
   expect(tasks.every((t) => !/TIME: |API-Request|Generate API Request/.test(t))).toBe(true);
@@ -171,7 +176,8 @@ test("scenario vetting rejects checks that depend on the seed", async () => {
     default_state: { value: initial },
   });
   const source = "class DiceEnv { constructor(s) { this.value = s.value; } roll() { this.value = Math.random(); return { value: this.value }; } }";
-  const scenario = (check: string) => ({ id: "dice-1", env_id: "dice-v1", mode: "task" as const, task: "Roll the die.", checks: [{ kind: "js" as const, description: "a good roll", source: `({final}) => ${check}` }], reference_actions: [{ name: "roll", arguments: {} }] });
+  const scenario = (check: string) =>
+    Scenario.parse({ id: "dice-1", env_id: "dice-v1", mode: "task", task: "Roll the die.", checks: [{ kind: "js", description: "a good roll", source: `({final}) => ${check}` }], reference_actions: [{ name: "roll", arguments: {} }] });
   const probe = join(tmp(), "dice");
   writeBundle(probe, manifest(1), source, [scenario("true")]);
   // where seeds 0 (envscaler check), 1 and 2 (the determinism runs) land decides a check that
@@ -205,7 +211,7 @@ test("a synth run that produces nothing exits 1 and says why", async () => {
   try {
     const child = spawn(process.execPath, ["--import", "tsx", cli, "synth", "mine", "--out", out, "--input", input, "--base-url", fixture.baseURL, "--model", "m", "--no-progress"], { env: { ...process.env, OPENAI_API_KEY: "test" }, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
-    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
     expect(stderr).toMatch(/synth mine: nothing was produced \(1 LLM calls failed on the transport, 0 replies still unusable after re-asks\)/);
     expect(existsSync(join(out, "report.json"))).toBe(true);
@@ -278,8 +284,8 @@ test("synth with stderr not a terminal logs a progress line every few seconds, w
     const child = spawn(process.execPath, args, { env: { ...process.env, OPENAI_API_KEY: "test", ENVSCALER_PROGRESS_INTERVAL: "0.3" }, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     let stdout = "";
-    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
     expect(stderr).toMatch(/^synth \d+s: .*in flight, calls 0 retries \d timeouts \d/m);
     expect(stderr).toMatch(/timeouts [12] /);

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -8,10 +8,11 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { importTaubench } from "../../envs/taubench/import-taubench.js";
 import { pythonCanonicalJson, taubenchStateHash } from "../../envs/taubench/taubench-hash.js";
-import { BridgeClient } from "../../protocol/bridge-client.js";
+import { BridgeClient } from "../../agent/bridge-client.js";
+import { haveShared, needsShared, sharedPath } from "../shared-data.js";
 
 // the data is read from the shared folder (never committed), as a user would point at their copy
-const TAU = join(import.meta.dirname, "..", "..", "..", "shared", "benchmarks", "taubench");
+const TAU = sharedPath("benchmarks", "taubench");
 
 interface Task {
   id: string;
@@ -33,6 +34,10 @@ interface Step {
 test("the hash serialisation matches the README's definition", () => {
   expect(pythonCanonicalJson({ b: 1, a: [3.5, 2, "é", 1e-7, 1e21, "😀"] })).toBe('{"a":[3.5,2,"\\u00e9",1e-07,1000000000000000000000,"\\ud83d\\ude00"],"b":1}');
   expect(taubenchStateHash({})).toBe("44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a");
+  // where Python and JavaScript differ: repr switches to the exponent form below 1e-4 (JS: 1e-6),
+  // ensure_ascii escapes DEL, and str keys sort by code point (an astral key after U+FF01)
+  expect(pythonCanonicalJson([0.00001, 0.0001, -0.000012, "\u007f"])).toBe('[1e-05,0.0001,-1.2e-05,"\\u007f"]');
+  expect(pythonCanonicalJson({ "😀": 1, "\uff01": 2, a: 3 })).toBe('{"a":3,"\\uff01":2,"\\ud83d\\ude00":1}');
 });
 
 const readJson = <T>(p: string): T => JSON.parse(readFileSync(p, "utf8")) as T;
@@ -63,9 +68,9 @@ function pythonDumps(dataFile: string, ids: string[]): string[] {
   return JSON.parse(execFileSync("python3", ["-c", script], { input: JSON.stringify({ file: dataFile, ids }), encoding: "utf8", maxBuffer: 64 << 20 })) as string[];
 }
 
-const HAVE_DATA = existsSync(join(TAU, "retail")) && existsSync(join(TAU, "airline"));
+const HAVE_DATA = haveShared(join(TAU, "retail"), join(TAU, "airline"));
 
-describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)("tau-bench %s through the bridge (needs the tau-bench data at ../shared/benchmarks/taubench)", (domain) => {
+describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)(`tau-bench %s through the bridge (${needsShared(TAU)})`, (domain) => {
   let runtime: EnvRuntime;
   let server: BridgeServer;
   let client: BridgeClient;
@@ -101,9 +106,9 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)("tau-bench %s t
     const mismatches: string[] = [];
     const run = async (e: Expected) => {
       const task = tasks.get(e.id)!;
-      const { session_id } = (await client.request("reset", { scenario_id: e.id, seed: 0 })) as { session_id: string };
+      const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: e.id, seed: 0 });
       for (const [i, a] of task.actions.entries()) {
-        const r = (await client.request("step", { session_id, action: a })) as Step;
+        const r = await client.request<Step>("step", { session_id, action: a });
         const want = e.outputs[i];
         const got = r.observation.tool_results?.[0]?.content ?? r.observation.content;
         if (want === null || want === undefined) {
@@ -111,7 +116,7 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)("tau-bench %s t
         } else if (got !== want) mismatches.push(`${e.id} #${i} ${a.name}: the text differs ${firstDifference(want, got)}`);
         if (r.terminated) break;
       }
-      const { state_json } = (await client.request("state", { session_id })) as { state_json: string };
+      const { state_json } = await client.request<{ state_json: string }>("state", { session_id });
       const hash = taubenchStateHash(JSON.parse(state_json));
       if (hash !== e.final_state_sha256) mismatches.push(`${e.id}: final state hash differs`);
       // say the required outputs, then end the episode as an evaluation harness would
@@ -142,10 +147,10 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)("tau-bench %s t
     ["(-8)**(1/3)", "Error: float() argument must be a string or a real number, not 'complex'"],
   ];
   test.runIf(domain === "retail")("calculate matches CPython at its nesting and size limits", async () => {
-    const { session_id } = (await client.request("reset", { scenario_id: expected[0]!.id, seed: 0 })) as { session_id: string };
+    const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: expected[0]!.id, seed: 0 });
     const got: [string, string][] = [];
     for (const [expression] of calculations) {
-      const r = (await client.request("step", { session_id, action: { name: "calculate", arguments: { expression } } })) as Step;
+      const r = await client.request<Step>("step", { session_id, action: { name: "calculate", arguments: { expression } } });
       got.push([expression, r.observation.tool_results![0]!.content]);
     }
     await client.request("close", { session_id });
@@ -156,8 +161,8 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)("tau-bench %s t
     const changing = expected.filter((e) => (tasks.get(e.id)!.outputs.length > 0 || tasks.get(e.id)!.actions.some((a) => !/^(get_|list_|search_|find_|calculate|think)/.test(a.name)))).slice(0, 10);
     expect(changing.length).toBeGreaterThan(0);
     for (const e of changing) {
-      const { session_id } = (await client.request("reset", { scenario_id: e.id, seed: 0 })) as { session_id: string };
-      const end = (await client.request("finish", { session_id })) as Step;
+      const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: e.id, seed: 0 });
+      const end = await client.request<Step>("finish", { session_id });
       expect(end.reward, e.id).toBe(0);
       await client.request("close", { session_id });
     }
@@ -176,9 +181,9 @@ describe.skipIf(!HAVE_DATA).each(["retail", "airline"] as const)("tau-bench %s t
     const mismatches: string[] = [];
     // a fresh episode every 25 calls: episodes are capped at max_steps
     for (let start = 0; start < ids.length; start += 25) {
-      const { session_id } = (await client.request("reset", { scenario_id: expected[0]!.id, seed: 0 })) as { session_id: string };
+      const { session_id } = await client.request<{ session_id: string }>("reset", { scenario_id: expected[0]!.id, seed: 0 });
       for (let i = start; i < Math.min(ids.length, start + 25); i++) {
-        const r = (await client.request("step", { session_id, action: { name: tool, arguments: { [arg]: ids[i] } } })) as Step;
+        const r = await client.request<Step>("step", { session_id, action: { name: tool, arguments: { [arg]: ids[i] } } });
         const got = r.observation.tool_results?.[0]?.content ?? r.observation.content;
         if (got !== want[i]) mismatches.push(`${tool}(${ids[i]}): ${firstDifference(want[i]!, got)}`);
       }

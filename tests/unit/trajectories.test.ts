@@ -13,7 +13,7 @@ import { filterProblem, selectForSft, toChat } from "../../bridge/record/sft-exp
 import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError } from "../../bridge/record/trajectory-reader.js";
 import { encodeRecord, RecordingUnavailableError, TRAJECTORY_FORMAT, TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
-import { BridgeClient } from "../../protocol/bridge-client.js";
+import { BridgeClient } from "../../agent/bridge-client.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
 
@@ -65,7 +65,7 @@ test("recorded episodes replay exactly, without calling the LLM; a changed env s
   // change what add_note stores: replay must point at step 1 of the episodes that call it
   const changed = join(dir, "envs", "notes");
   cpSync(join(FIXTURES, "notes"), changed, { recursive: true });
-  const src = readFileSync(join(changed, "env.js"), "utf8").replace('const note = { user_id, title, body, tags: [] };', 'const note = { user_id, title, body: body.toUpperCase(), tags: [] };');
+  const src = readFileSync(join(changed, "env.js"), "utf8").replace("const note = { user_id, title, body, tags: [] };", "const note = { user_id, title, body: body.toUpperCase(), tags: [] };");
   writeFileSync(join(changed, "env.js"), src);
   const after = await replayAll([join(dir, "envs")], t.episodes);
   expect(after[0]).toMatchObject({ ok: false, divergence: { step: 1, what: expect.stringMatching(/state/) } });
@@ -139,11 +139,11 @@ test("kill -9 a bridge mid-run: every finished episode is on disk and replays", 
   const c = new BridgeClient(endpoints[0]!, { timeoutMs: 20_000 });
   try {
     for (let i = 0; i < 3; i++) {
-      const { session_id } = (await c.request("reset", { scenario_id: "notes-1", seed: i })) as { session_id: string };
+      const { session_id } = await c.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: i });
       for (const a of ref) await c.request("step", { session_id, action: a });
       await c.request("step", { session_id, action: "Done." });
     }
-    const { session_id } = (await c.request("reset", { scenario_id: "notes-1", seed: 9 })) as { session_id: string };
+    const { session_id } = await c.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 9 });
     await c.request("step", { session_id, action: ref[0] });
     process.kill(sup.pids()[0]!, "SIGKILL");
   } finally {
@@ -188,7 +188,8 @@ test("SFT export: OpenAI chat messages with tool calls, filters, and a round tri
   const back = readFileSync(out, "utf8").trim().split("\n").map((l) => JSON.parse(l));
   expect(back).toEqual(selectForSft(t.episodes, { minReward: 1 }));
   // every recorded call and result is in the export, in order
-  const calls = back[0].messages.flatMap((m: { tool_calls?: { function: { name: string; arguments: string } }[] }) => m.tool_calls ?? []).map((c: { function: { name: string; arguments: string } }) => ({ name: c.function.name, arguments: JSON.parse(c.function.arguments) }));
+  type Call = { function: { name: string; arguments: string } };
+  const calls = back[0].messages.flatMap((m: { tool_calls?: Call[] }) => m.tool_calls ?? []).map((c: Call) => ({ name: c.function.name, arguments: JSON.parse(c.function.arguments) }));
   expect(calls).toEqual(ref);
 });
 

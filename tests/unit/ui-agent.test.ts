@@ -64,7 +64,7 @@ describe("a model plays from the UI", () => {
     expect(evs.map((x) => x.id)).toEqual(evs.map((_, i) => i));
     const types = evs.map((x) => x.e.type);
     expect(types).toEqual(["start", "thinking", "model", "step", "thinking", "model", "step", "thinking", "model", "step", "end"]);
-    const [start, , , s1, , , s2, , , s3, end] = evs.map((x) => x.e);
+    const [start, , , s1, , , s2, , , s3, end] = evs.map((x) => x.e) as [Json, Json, Json, Json, Json, Json, Json, Json, Json, Json, Json];
     expect(start).toMatchObject({ info: { scenario_id: "notes-1", seed: 3 }, score: { how: "copy", reward: 0 }, undo: { steps: [] } });
     // the model's turns as the loop sent them: the assistant message (fc mode), with the structured call
     expect(s1.action).toMatchObject({ role: "assistant", tool_calls: [{ function: { name: "add_note" } }] });

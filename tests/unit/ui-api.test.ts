@@ -306,7 +306,7 @@ test("`envscaler ui` takes a synth run folder for --envs and the agent form's de
   const child = spawn(process.execPath, ["--import", "tsx", cli, "ui", "--envs", join(dir, "run"), "--trajectories", join(dir, "traj"), "--port", "0", "--max-snapshots", "3", "--agent-base-url", "http://127.0.0.1:9/v1", "--agent-model", "m1"], { stdio: ["ignore", "pipe", "pipe"] });
   try {
     let out = "";
-    child.stdout.on("data", (d: Buffer) => (out += d));
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
     for (let i = 0; i < 300 && !out.includes("\n"); i++) await new Promise((r) => setTimeout(r, 100));
     const url = (JSON.parse(out.split("\n")[0]!) as { ui: string }).ui;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);

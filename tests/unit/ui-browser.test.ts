@@ -1,3 +1,6 @@
+// the page.evaluate callbacks below run in the browser: they see the DOM
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
 import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -14,16 +14,16 @@ from typing import Any
 from gymnasium.utils import seeding
 
 from ..bridge_client import BridgeClient, CurveKeys
-from ..episode_logic import REOPEN_SESSION, close_session_quietly, open_client, choose_scenario, episode_seed, reset_tuple, step_tuple
+from ..episode_logic import Episode, StepTuple, choose_scenario, close_session_quietly, episode_seed, open_client, step_tuple
 from .roll import format_env_introduction
 
-__all__ = ["EnvScalerGemEnv", "GEM_AVAILABLE"]
+__all__ = ["GEM_AVAILABLE", "EnvScalerGemEnv"]
 
 
 def _gem_base() -> type:
     try:
         # `gem` on PyPI is also an unrelated math library: only gem-llm has gem.core.Env
-        from gem.core import Env  # type: ignore[import-not-found]
+        from gem.core import Env
     except Exception:
         return object
     return Env if isinstance(Env, type) else object
@@ -33,7 +33,7 @@ _Base: type = _gem_base()
 GEM_AVAILABLE = _Base is not object
 
 
-class EnvScalerGemEnv(_Base):  # type: ignore[misc, valid-type]
+class EnvScalerGemEnv(_Base):  # type: ignore[misc]  # the base is chosen at import time
     """GEM-style text env: the observation is the message text (task, tool result or user reply).
 
     The reset info carries ``env_introduction`` (formatted like the original EnvScaler envs),
@@ -53,51 +53,36 @@ class EnvScalerGemEnv(_Base):  # type: ignore[misc, valid-type]
         draw and the bridge seeds of resets called without a seed of their own."""
         if _Base is not object:
             super().__init__()
-        client, self._owns_client = open_client("EnvScalerGemEnv", endpoint, client, curve, timeout)
-        self.client = client
-        self.scenario_ids = list(scenario_ids) if scenario_ids is not None else [s["scenario_id"] for s in client.list_scenarios()]
+        self.client, self._owns_client = open_client("EnvScalerGemEnv", endpoint, client, curve, timeout)
+        self.scenario_ids = list(scenario_ids) if scenario_ids is not None else [s["scenario_id"] for s in self.client.list_scenarios()]
         self._np_random, self._np_random_seed = seeding.np_random(None if seed is None else int(seed))
-        self.session_id: str | None = None
-        self.scenario_id: str | None = None
-        self._closed = False
+        self.episode = Episode()
 
-    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:  # type: ignore[override]
-        if self._closed:
-            raise RuntimeError("the env is closed")
+    # the bridge's ids of the current episode (kept by the shared state machine)
+    session_id = property(lambda self: self.episode.session_id)
+    scenario_id = property(lambda self: self.episode.scenario_id)
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        self.episode.check_open()
         if seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         scenario = choose_scenario(self._np_random, self.scenario_ids)
         bridge_seed = episode_seed(seed, self._np_random)
-        result = None
-        if self.session_id is not None:
-            try:
-                result = self.client.reset(scenario, seed=bridge_seed, session_id=self.session_id)
-            except REOPEN_SESSION:
-                self.session_id = None
-        if result is None:
-            result = self.client.reset(scenario, seed=bridge_seed)
-        self.session_id = result["session_id"]
-        self.scenario_id = scenario
-        obs, info = reset_tuple(result)
+        result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid))
+        obs, info = self.episode.begin(result, scenario)
         info["env_introduction"] = format_env_introduction(info.get("introduction", ""), info.get("rules", []))
         return obs, info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:  # type: ignore[override]
-        if self._closed:
-            raise RuntimeError("the env is closed")
-        if self.session_id is None:
-            raise RuntimeError("call reset() before step()")
-        return step_tuple(self.client.step(self.session_id, action))
+    def step(self, action: str) -> StepTuple:
+        return self.episode.ended(step_tuple(self.client.step(self.episode.session(), action)))
 
     def sample_random_action(self) -> str:
         """A legal action: a short text reply (which ends a task episode)."""
         return "I am done."
 
     def close(self) -> None:
-        if self._closed:
+        if self.episode.closed:
             return
-        self._closed = True
-        close_session_quietly(self.client, self.session_id)
-        self.session_id = None
+        close_session_quietly(self.client, self.episode.close())
         if self._owns_client:
             self.client.close()

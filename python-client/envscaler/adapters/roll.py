@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..bridge_client import BridgeClient, CurveKeys
-from ..episode_logic import MAX_SEED, REOPEN_SESSION, close_session_quietly, open_client
+from ..episode_logic import MAX_SEED, Episode, close_session_quietly, open_client, step_tuple
 
 __all__ = ["EnvScalerRollEnv", "format_env_introduction"]
 
@@ -36,8 +36,8 @@ class EnvScalerRollEnv:
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
     ) -> None:
-        client, self._owns_client = open_client("EnvScalerRollEnv", endpoint, client, curve, timeout)
-        self.client = client
+        self.client, self._owns_client = open_client("EnvScalerRollEnv", endpoint, client, curve, timeout)
+        client = self.client
         listed = {s["scenario_id"]: s for s in client.list_scenarios()}
         ids = list(scenario_ids) if scenario_ids is not None else list(listed)
         missing = [s for s in ids if s not in listed]
@@ -46,17 +46,18 @@ class EnvScalerRollEnv:
         #: the task list task_index indexes, like the original envs' task_items
         self.task_items: list[dict[str, Any]] = [listed[s] for s in ids]
         self.envs: dict[str, dict[str, Any]] = {e["env_id"]: e for e in client.list_envs()}
-        self.session_id: str | None = None
+        self.episode = Episode()
         self.task_item: dict[str, Any] | None = None
         self.env_name: str | None = None
         self.env_introduction: str | None = None
         self.tools: list[Any] = []
         self.current_step = 0
-        self._closed = False
+
+    # the bridge's session of the current episode (kept by the shared state machine)
+    session_id = property(lambda self: self.episode.session_id)
 
     def reset(self, seed: int | None = None, task_index: int | None = None) -> tuple[dict[str, str], dict[str, Any]]:
-        if self._closed:
-            raise RuntimeError("the env is closed")
+        self.episode.check_open()
         if task_index is None:
             if not self.task_items:
                 raise ValueError("no tasks available")
@@ -65,23 +66,16 @@ class EnvScalerRollEnv:
             raise ValueError(f"Invalid task_index {task_index}, expected range [0, {len(self.task_items)})")
         item = self.task_items[task_index]
         bridge_seed = seed if seed is not None and 0 <= seed < MAX_SEED else None
-        result = None
-        if self.session_id is not None:
-            try:
-                result = self.client.reset(item["scenario_id"], seed=bridge_seed, session_id=self.session_id)
-            except REOPEN_SESSION:
-                self.session_id = None
-        if result is None:
-            result = self.client.reset(item["scenario_id"], seed=bridge_seed)
-        self.session_id = result["session_id"]
-        info_b = result.get("info") or {}
+        result = self.episode.reset(lambda sid: self.client.reset(item["scenario_id"], seed=bridge_seed, session_id=sid))
+        content, info_b = self.episode.begin(result, item["scenario_id"])
+        info_b.pop("observation")  # the bridge's info as it sent it
         env = self.envs.get(info_b.get("env_id", item["env_id"]), {})
         self.task_item = item
         self.current_step = 0
         self.env_name = env.get("name", item["env_id"])
         self.env_introduction = format_env_introduction(info_b.get("introduction", env.get("introduction", "")), info_b.get("rules", env.get("rules", [])))
         self.tools = list(info_b.get("tools", env.get("tools", [])))
-        observation = {"type": "user", "content": str(result["observation"].get("content", ""))}
+        observation = {"type": "user", "content": content}
         info = {
             "env_name": self.env_name,
             "env_introduction": self.env_introduction,
@@ -103,26 +97,20 @@ class EnvScalerRollEnv:
 
         ``chat_with_user`` (the original envs' way to talk to the user) becomes a text reply.
         """
-        if self._closed:
-            raise RuntimeError("the env is closed")
-        if self.session_id is None:
-            raise RuntimeError("call reset() before step()")
+        session = self.episode.session()
         wire: Any = action
         if isinstance(action, dict) and action.get("name") == "chat_with_user":
             args = action.get("arguments") or {}
             wire = str(args.get("content", "")) if isinstance(args, dict) else str(args)
-        result = self.client.step(self.session_id, wire)
+        content, reward, terminated, truncated, info_b = self.episode.ended(step_tuple(self.client.step(session, wire)))
         self.current_step += 1
-        obs = result["observation"]
-        observation = {"type": "tool" if obs.get("role") == "tool" else "user", "content": str(obs.get("content", ""))}
-        info = {"action": action, **(result.get("info") or {})}
-        return observation, float(result.get("reward", 0.0)), bool(result.get("terminated")), bool(result.get("truncated")), info
+        role = info_b.pop("observation").get("role")
+        observation = {"type": "tool" if role == "tool" else "user", "content": content}
+        return observation, reward, terminated, truncated, {"action": action, **info_b}
 
     def close(self) -> None:
-        if self._closed:
+        if self.episode.closed:
             return
-        self._closed = True
-        close_session_quietly(self.client, self.session_id)
-        self.session_id = None
+        close_session_quietly(self.client, self.episode.close())
         if self._owns_client:
             self.client.close()

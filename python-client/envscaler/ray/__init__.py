@@ -13,4 +13,4 @@ The core package never imports this module (nor Ray).
 from .fleet import EnvFleet, FleetHandle, discover, start_fleet
 from .registry import REGISTRY_NAME
 
-__all__ = ["EnvFleet", "FleetHandle", "REGISTRY_NAME", "discover", "start_fleet"]
+__all__ = ["REGISTRY_NAME", "EnvFleet", "FleetHandle", "discover", "start_fleet"]

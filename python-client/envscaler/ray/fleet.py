@@ -69,8 +69,7 @@ class FleetHandle:
         view = FleetView(source, refresh_interval=refresh_interval, timeout=timeout, name=f"fleet {self.namespace}/{self.name}")
         if view.replicas and not view.client_keys:
             raise PermissionError(
-                f"the fleet registry {self.name!r} is in namespace {self.namespace!r}, this process in {mine!r}: "
-                "it hands out its client keys only in its own namespace (ray.init(namespace=...))"
+                f"the fleet registry {self.name!r} is in namespace {self.namespace!r}, this process in {mine!r}: it hands out its client keys only in its own namespace (ray.init(namespace=...))"
             )
         if shared:
             with _VIEWS_LOCK:
@@ -211,7 +210,7 @@ class EnvFleet:
         self.registry.withdraw.remote(a["agent"], reason)
         try:
             ray.kill(a["handle"], no_restart=True)
-        except Exception:  # noqa: BLE001 (already dead with its node)
+        except Exception:
             pass
 
     def reconcile(self) -> dict[str, list[str]]:
@@ -249,7 +248,7 @@ class EnvFleet:
         while not self._stop.wait(self.reconcile_s):
             try:
                 self.reconcile()
-            except Exception:  # noqa: BLE001 (a transient GCS hiccup must not end the loop)
+            except Exception:
                 pass
 
     def start(self, wait: bool = True) -> EnvFleet:
@@ -267,7 +266,7 @@ class EnvFleet:
         timeout = self.startup_timeout if timeout is None else timeout
         with self._lock:
             refs = [a["ready"] for a in self.agents.values()]
-        out = ray.get(refs, timeout=timeout)
+        out: list[dict[str, Any]] = ray.get(refs, timeout=timeout)
         expected = {r["uid"] for d in out for r in d["replicas"]}
         deadline = time.monotonic() + timeout
         while True:
@@ -307,14 +306,16 @@ class EnvFleet:
                 per_node.append({"agent": a["agent"], "alive": False})
                 continue
             rates = [r["requests_per_s"] for r in s["replicas"] if r["requests_per_s"] is not None]
-            per_node.append({
-                **{k: s[k] for k in ("agent", "node_id", "host", "failures")},
-                "alive": True,
-                "sessions": sum(r["sessions"] for r in s["replicas"]),
-                "requests_per_s": sum(rates) if rates else None,
-                "restarts": sum(r["restarts"] for r in s["replicas"]),
-                "replicas": s["replicas"],
-            })
+            per_node.append(
+                {
+                    **{k: s[k] for k in ("agent", "node_id", "host", "failures")},
+                    "alive": True,
+                    "sessions": sum(r["sessions"] for r in s["replicas"]),
+                    "requests_per_s": sum(rates) if rates else None,
+                    "restarts": sum(r["restarts"] for r in s["replicas"]),
+                    "replicas": s["replicas"],
+                }
+            )
         return {
             "nodes": per_node,
             "sessions": sum(n.get("sessions", 0) for n in per_node),
@@ -342,11 +343,11 @@ class EnvFleet:
         for a in agents:
             try:
                 ray.kill(a["handle"], no_restart=True)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         try:
             ray.kill(self.registry, no_restart=True)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
     def __enter__(self) -> EnvFleet:

@@ -42,8 +42,7 @@ class NodeAgent:
         if "--no-record" not in extra and "--record-dir" not in extra:
             extra += ["--record-dir", os.path.join(self.workdir, "trajectories")]
         self.replicas = [
-            ServeProcess(i, command, self.host, config.get("envs"), allow, os.path.join(self.workdir, f"replica-{i}.log"), self.secrets,
-                         workers=int(config.get("workers", 1)), extra_args=extra)
+            ServeProcess(i, command, self.host, config.get("envs"), allow, os.path.join(self.workdir, f"replica-{i}.log"), self.secrets, workers=int(config.get("workers", 1)), extra_args=extra)
             for i in range(int(config["replicas_per_node"]))
         ]
         self.restarts = [0] * len(self.replicas)  # serve processes the agent restarted, per replica
@@ -77,7 +76,7 @@ class NodeAgent:
                     return
                 try:
                     r.start(timeout)
-                except Exception as e:  # noqa: BLE001 (reported through ready() and stats())
+                except Exception as e:
                     self.failures.append(f"replica {r.index}: {e}")
         self._ready.set()
         self._publish()
@@ -111,7 +110,7 @@ class NodeAgent:
                         self.restarts[i] += 1
                         r.start(timeout)
                         misses[i] = 0
-                    except Exception as e:  # noqa: BLE001
+                    except Exception as e:
                         self.failures.append(f"replica {i} restart: {e}")
                         next_try[i] = time.monotonic() + backoff[i]
             self._publish()
@@ -120,7 +119,7 @@ class NodeAgent:
         entries = [dict(r.entry(), node_id=self.node_id, agent=self.agent_id) for r in self.replicas if r.uid is not None and r.alive()]
         try:
             self.registry.heartbeat.remote(self.agent_id, self.node_id, entries)
-        except Exception:  # noqa: BLE001 (the registry is gone: the fleet is shutting down)
+        except Exception:
             pass
 
     # ------------------------------------------------------------------ actor methods
@@ -134,7 +133,7 @@ class NodeAgent:
         return self.describe()
 
     def ping(self) -> str:
-        return self.node_id
+        return str(self.node_id)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -155,23 +154,25 @@ class NodeAgent:
             # the watchdog polls every heartbeat: its last reply is at most that old
             s = dict(r.last_stats) if r.alive() else {}
             req = int(s.get("requests", 0))
-            out.append({
-                "replica": i,
-                "uid": r.uid,
-                "endpoint": r.endpoint,
-                "alive": r.alive(),
-                "sessions": int(s.get("sessions", 0)),
-                "requests": req,
-                "requests_per_s": r.rate if r.alive() else None,
-                "errors": int(s.get("errors", 0)),
-                "in_flight": int(s.get("in_flight", 0)),
-                "lost": int(s.get("lost", 0)),
-                # the agent restarted the serve process, plus the serve restarted its replica process:
-                # that count is the replica's own (its slot's earlier instances), since a replica
-                # killed before the watchdog's first poll of it is an instance we never saw
-                "restarts": self.restarts[i] + max(r.replica_restarts, len(r.instances) - 1),
-                "generation": r.generation,
-            })
+            out.append(
+                {
+                    "replica": i,
+                    "uid": r.uid,
+                    "endpoint": r.endpoint,
+                    "alive": r.alive(),
+                    "sessions": int(s.get("sessions", 0)),
+                    "requests": req,
+                    "requests_per_s": r.rate if r.alive() else None,
+                    "errors": int(s.get("errors", 0)),
+                    "in_flight": int(s.get("in_flight", 0)),
+                    "lost": int(s.get("lost", 0)),
+                    # the agent restarted the serve process, plus the serve restarted its replica process:
+                    # that count is the replica's own (its slot's earlier instances), since a replica
+                    # killed before the watchdog's first poll of it is an instance we never saw
+                    "restarts": self.restarts[i] + max(r.replica_restarts, len(r.instances) - 1),
+                    "generation": r.generation,
+                }
+            )
         return {"agent": self.agent_id, "node_id": self.node_id, "host": self.host, "replicas": out, "failures": list(self.failures)}
 
     def logs(self, replica: int | None = None, lines: int = 100) -> dict[int, str]:
@@ -185,7 +186,7 @@ class NodeAgent:
         self._stop.set()
         try:
             ray.get(self.registry.withdraw.remote(self.agent_id, "shut down"), timeout=5)
-        except Exception:  # noqa: BLE001 (registry already gone)
+        except Exception:
             pass
         with self._lock:
             for r in self.replicas:

@@ -18,7 +18,7 @@ import time
 import uuid
 from typing import Any
 
-__all__ = ["FleetRegistry", "REGISTRY_NAME"]
+__all__ = ["REGISTRY_NAME", "FleetRegistry"]
 
 REGISTRY_NAME = "envscaler-registry"
 
@@ -78,9 +78,9 @@ class FleetRegistry:
         return {k: {"node_id": a["node_id"], "replicas": len(a["replicas"]), "age_s": now - a["seen"]} for k, a in self._agents.items()}
 
     def node_id(self) -> str:
-        import ray  # noqa: PLC0415 (the registry runs only as a Ray actor)
+        import ray
 
-        return ray.get_runtime_context().get_node_id()
+        return str(ray.get_runtime_context().get_node_id())
 
     def history(self) -> list[dict[str, Any]]:
         return list(self.withdrawn)

@@ -110,19 +110,31 @@ class ServeProcess:
         """Starts the serve process and waits until it answers ``hello`` over CurveZMQ."""
         self.generation += 1
         conn = os.path.join(self.secrets, f"replica-{self.index}-{self.generation}.json")
-        args = [*self.command, "serve", "--endpoint", f"tcp://{self.host}:{port}", "--replicas", "1", "--workers", str(self.workers),
-                "--connection-file", conn, "--curve", "--curve-allow", self.allow_file]
+        args = [
+            *self.command,
+            "serve",
+            "--endpoint",
+            f"tcp://{self.host}:{port}",
+            "--replicas",
+            "1",
+            "--workers",
+            str(self.workers),
+            "--connection-file",
+            conn,
+            "--curve",
+            "--curve-allow",
+            self.allow_file,
+        ]
         if self.envs:
             args += ["--envs", *self.envs]
         args += self.extra_args
-        log = open(self.log_path, "ab")
-        log.write(f"\n=== envscaler.ray: starting replica {self.index} generation {self.generation}: {shlex.join(args)}\n".encode())
-        log.flush()
         parent = os.getpid()
-        try:
-            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with_parent(parent))
-        finally:
-            log.close()
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n=== envscaler.ray: starting replica {self.index} generation {self.generation}: {shlex.join(args)}\n".encode())
+            log.flush()
+            # preexec_fn runs one prctl call in the child before exec; the fork-safety risk it
+            # carries (locks held by other threads) does not apply to that single syscall
+            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=lambda: _die_with_parent(parent))  # noqa: PLW1509
         self.started_at = time.monotonic()
         deadline = self.started_at + timeout
         info: dict[str, Any] | None = None

@@ -1,8 +1,8 @@
 import { Dealer } from "zeromq";
-import { decodeFrame, encodeFrame } from "./codec.js";
-import type { ErrorCode } from "./error-codes.js";
-import { PROTOCOL_VERSION } from "./messages.js";
-import { expandStep } from "./step-wire.js";
+import { decodeFrame, encodeFrame } from "../protocol/codec.js";
+import type { ErrorCode } from "../protocol/error-codes.js";
+import { PROTOCOL_VERSION } from "../protocol/messages.js";
+import { expandStep } from "../protocol/step-wire.js";
 
 /** An error reply from the bridge. */
 export class BridgeError extends Error {
@@ -63,12 +63,6 @@ export class BridgeClient {
     }
   }
 
-  /** Sends raw frames (tests of hostile input). */
-  sendRaw(frames: (Buffer | string)[]): Promise<void> {
-    this.sendTail = this.sendTail.then(() => this.socket.send(frames));
-    return this.sendTail;
-  }
-
   request<T = Result>(op: string, fields: Record<string, unknown> = {}): Promise<T> {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
@@ -80,7 +74,7 @@ export class BridgeClient {
       this.sendTail = this.sendTail.then(() => this.socket.send(encodeFrame({ v: PROTOCOL_VERSION, id, op, ...fields }))).catch((e: unknown) => {
         clearTimeout(timer);
         this.pending.delete(id);
-        reject(e as Error);
+        reject(e instanceof Error ? e : new Error(String(e)));
       });
     });
   }
