@@ -53,6 +53,8 @@ export interface EpisodeOutcome {
   model_calls: number;
   /** Sum over the model calls made in this run (cache hits count 0). @unit ms */
   model_ms: number;
+  /** Time spent waiting on the bridge's replies (reset, step, finish, close). @unit ms */
+  bridge_ms: number;
   /** @unit ms */
   wall_ms: number;
   turns: TurnStats[];
@@ -119,12 +121,20 @@ export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: 
   const out: EpisodeOutcome = {
     key: spec.key, scenario_id: spec.scenario_id, env_id: "", trial: spec.trial, seed: spec.seed, episode_id: null, mode: null,
     reward: 0, success: false, end_reason: null, steps: 0, failures: [], usage: { prompt_tokens: 0, completion_tokens: 0 },
-    model_calls: 0, model_ms: 0, wall_ms: 0, turns: [], messages: [], time: new Date().toISOString(),
+    model_calls: 0, model_ms: 0, bridge_ms: 0, wall_ms: 0, turns: [], messages: [], time: new Date().toISOString(),
   };
   const fail = (kind: FailureKind, step: number, message: string) => out.failures.push({ kind, step, message });
+  const ask = async <T>(op: string, fields: Record<string, unknown>): Promise<T> => {
+    const t = performance.now();
+    try {
+      return await bridge.request<T>(op, fields);
+    } finally {
+      out.bridge_ms += performance.now() - t;
+    }
+  };
   let session: string | null = null;
   try {
-    const r = await bridge.request<ResetReply>("reset", { scenario_id: spec.scenario_id, seed: spec.seed });
+    const r = await ask<ResetReply>("reset", { scenario_id: spec.scenario_id, seed: spec.seed });
     session = r.session_id;
     Object.assign(out, { episode_id: r.info.episode_id, env_id: r.info.env_id, mode: r.info.mode });
     const tools = r.info.tools;
@@ -151,7 +161,7 @@ export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: 
       const assistant = options.agentMode === "prompt" ? { role: "assistant" as const, content: actionOf(reply.message, "prompt") as string } : reply.message;
       out.messages.push(assistant);
 
-      const s = await bridge.request<StepReply>("step", { session_id: session, action: actionOf(reply.message, options.agentMode) });
+      const s = await ask<StepReply>("step", { session_id: session, action: actionOf(reply.message, options.agentMode) });
       out.steps = s.info.step;
       const obs = s.observation;
       if (obs.role === "user" && errorType(obs.content) === "invalid_action") fail("unparseable_output", step, obs.content);
@@ -162,14 +172,14 @@ export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: 
       if (s.terminated || s.truncated) end = s;
       else if (obs.role === "user" && obs.content.startsWith(NO_USER)) {
         // a conversation on a bridge without a simulated user: the agent's reply is its last word
-        end = await bridge.request<StepReply>("finish", { session_id: session });
+        end = await ask<StepReply>("finish", { session_id: session });
       }
       if (end) break;
       appendObservation(out.messages, assistant, obs, options.agentMode);
     }
     if (!end) {
       if (!out.failures.some((f) => f.kind === "endpoint_error")) fail("max_steps", out.steps, `the agent reached the step cap (${cap})`);
-      end = await bridge.request<StepReply>("finish", { session_id: session });
+      end = await ask<StepReply>("finish", { session_id: session });
     }
     out.reward = end.reward;
     out.end_reason = end.info.end_reason ?? null;
@@ -181,7 +191,7 @@ export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: 
     // a reset that fails because the simulated user cannot open the conversation is its failure, not the bridge's
     fail(err.code === "user_simulator_failed" ? "user_simulator_failed" : err.code && /^env_/.test(err.code) ? "env_fault" : "bridge_error", out.steps, err.message);
   } finally {
-    if (session) await bridge.request("close", { session_id: session }).catch(() => undefined);
+    if (session) await ask("close", { session_id: session }).catch(() => undefined);
   }
   out.success = out.reward >= 1 - 1e-9 && !out.failures.some((f) => ABORTING_KINDS.includes(f.kind));
   out.wall_ms = performance.now() - t0;

@@ -22,6 +22,7 @@ import { LlmClient } from "../synth/llm/llm-client.js";
 import { mediumBundle } from "./medium-bundle.js";
 import { startLatencyFixture } from "./latency-fixture.js";
 import { OPENENV_CORE, openEnvRows } from "./openenv-peer.js";
+import { rolloutShareRows } from "./rollout-share.js";
 import { fmt, median, type Row, versus } from "./rows.js";
 
 const execFileAsync = promisify(execFile);
@@ -320,6 +321,11 @@ const SECTIONS: Record<string, (py: string) => Promise<void>> = {
   memory: () => memory(),
   checker: () => checkerTime(),
   synth: () => synthThroughput(),
+  rollout: async () => {
+    const r = await rolloutShareRows({ quick, logger: silent });
+    rows.push(...r.rows);
+    raw.rollout = r.raw;
+  },
 };
 
 async function main(): Promise<void> {

@@ -82,7 +82,7 @@ function makeEpisode(episodeId: string, scenarioId: string, seed: number, user: 
   if (!found) throw new RequestError("unknown_scenario", `no scenario ${scenarioId}`);
   const { bundle, scenario } = found;
   let sim: UserSimulator | undefined;
-  if (scenario.mode === "conversation" && user) sim = new OpenAIUserSimulator(scenario.task, scenario.user_instructions ?? "", user, prefill);
+  if (scenario.mode === "conversation" && user) sim = new OpenAIUserSimulator(scenario.task, scenario.user_instructions ?? "", user, prefill, `${scenario.id}|${seed}`);
   return new Episode({
     bundle,
     scenario,

@@ -1,4 +1,5 @@
 import OpenAI from "openai";
+import { CallCache } from "../../synth/llm/call-cache.js";
 
 /** The simulated user's side of a conversation-mode episode. */
 export interface UserSimulator {
@@ -32,6 +33,12 @@ export interface UserSimulatorConfig {
   maxRetries?: number;
   /** Re-asks when a reply has no `# Reply:` section. @default 3 */
   maxFormatRetries?: number;
+  /**
+   * Where finished calls are kept, keyed by the request and the episode (scenario and seed), so a
+   * resumed rollout gets the same replies without asking again; falls back to ENVSCALER_USER_CACHE.
+   * Unset: no cache.
+   */
+  cacheDir?: string;
 }
 
 /** The greeting that elicits the user's opening (EnvScaler's). */
@@ -56,6 +63,7 @@ export function resolveUserConfig(config: UserSimulatorConfig = {}, env: NodeJS.
     timeoutMs: config.timeoutMs ?? (timeoutS !== undefined ? timeoutS * 1000 : 60_000),
     maxRetries: config.maxRetries ?? 3,
     maxFormatRetries: config.maxFormatRetries ?? 3,
+    cacheDir: config.cacheDir ?? (env.ENVSCALER_USER_CACHE || undefined),
   };
 }
 
@@ -107,6 +115,15 @@ export function parseUserReply(raw: string): string | null {
   return reply.includes(STOP_MARKER) ? STOP_MARKER : reply;
 }
 
+/** A cache folder that cannot be made is the simulated user's failure (a typed episode error), not the bridge's. */
+function cacheAt(dir: string): CallCache {
+  try {
+    return new CallCache(dir);
+  } catch (e) {
+    throw new UserSimulatorError(`cannot use ${dir} as the simulated user's cache: ${(e as Error).message}`);
+  }
+}
+
 /**
  * A simulated user over any OpenAI-compatible chat endpoint, following EnvScaler's user agent: the
  * roles are inverted (agent turns are sent as `user` messages prefixed "[Agent] "), and the opening
@@ -123,16 +140,23 @@ export class OpenAIUserSimulator implements UserSimulator {
    * replayed into the history in order before any new LLM call is made.
    */
   private readonly config: ReturnType<typeof resolveUserConfig>;
+  private readonly cache: CallCache | null;
 
+  /**
+   * @param salt tells this episode's calls apart in the cache from another episode's with the same
+   * conversation (the bridge passes the scenario and seed), so trials are not answered from each other.
+   */
   constructor(
     task: string,
     instructions: string,
     config: UserSimulatorConfig = {},
     prefill: readonly string[] = [],
+    private readonly salt = "",
   ) {
     this.prefill = [...prefill];
     this.config = resolveUserConfig(config);
     this.client = new OpenAI({ baseURL: this.config.baseURL, apiKey: this.config.apiKey, timeout: this.config.timeoutMs, maxRetries: this.config.maxRetries });
+    this.cache = this.config.cacheDir ? cacheAt(this.config.cacheDir) : null;
     this.messages = [{ role: "system", content: userSystemPrompt(task, instructions) }];
   }
 
@@ -177,18 +201,35 @@ export class OpenAIUserSimulator implements UserSimulator {
     return parseUserReply(second)!;
   }
 
-  /** One raw reply that has a `# Reply:` section, re-asking (bounded) when it has none. */
+  /**
+   * One raw reply that has a `# Reply:` section, re-asking (bounded) when it has none. Only an
+   * accepted reply is cached: a resumed run must not be handed back a reply that was re-asked.
+   */
   private async ask(): Promise<string> {
+    const request = { model: this.config.model, temperature: this.config.temperature, messages: this.messages };
+    // the key leaves out the API key (a secret the reply does not depend on)
+    const key = this.cache ? CallCache.key({ baseURL: this.config.baseURL ?? null, request, salt: this.salt }) : "";
+    const hit = this.cache?.get(key);
+    if (hit) return hit.content;
     const tries = 1 + this.config.maxFormatRetries;
     for (let i = 0; i < tries; i++) {
       let raw: string;
+      let usage: { prompt_tokens: number; completion_tokens: number };
       try {
-        const res = await this.client.chat.completions.create({ model: this.config.model, temperature: this.config.temperature, messages: this.messages });
+        const res = await this.client.chat.completions.create(request);
         raw = res.choices[0]?.message?.content ?? "";
+        usage = { prompt_tokens: res.usage?.prompt_tokens ?? 0, completion_tokens: res.usage?.completion_tokens ?? 0 };
       } catch (e) {
         throw new UserSimulatorError(`simulated user request failed (${this.config.baseURL ?? "OpenAI"}, model ${this.config.model}): ${(e as Error).message}`);
       }
-      if (parseUserReply(raw) !== null) return raw;
+      if (parseUserReply(raw) !== null) {
+        try {
+          this.cache?.put(key, { content: raw, usage });
+        } catch (e) {
+          throw new UserSimulatorError(`cannot write the simulated user's cache ${this.config.cacheDir}: ${(e as Error).message}`);
+        }
+        return raw;
+      }
     }
     throw new UserSimulatorError(`simulated user gave no '# Reply:' section in ${tries} tries`);
   }

@@ -79,7 +79,8 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
     }
   }
   const wantsUser = Boolean(args.userModel || args.userBaseUrl);
-  const user = wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl, apiKey: args.userApiKey } : null;
+  // the user's calls are cached in the run folder like the agent's, so a resumed run asks it nothing it already answered
+  const user = wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl, apiKey: args.userApiKey, cacheDir: join(resolve(args.out), "user-cache") } : null;
   let supervisor: Supervisor | null = null;
   let endpoints: string[];
   let curve;

@@ -30,6 +30,7 @@ interface ServeArgs {
   userBaseUrl?: string;
   userTimeout?: number;
   userTemperature?: number;
+  userCache?: string;
   record: boolean;
   recordDir: string;
 }
@@ -40,7 +41,7 @@ interface ServeArgs {
  * environment (resolveUserConfig), in the replica that runs it.
  */
 export function userConfigFromArgs(
-  args: { userModel?: string; userBaseUrl?: string; userTimeout?: number; userTemperature?: number },
+  args: { userModel?: string; userBaseUrl?: string; userTimeout?: number; userTemperature?: number; userCache?: string },
   env: NodeJS.ProcessEnv = process.env,
 ): UserSimulatorConfig | null {
   if (args.userTimeout !== undefined && !(args.userTimeout > 0)) throw new Error(`--user-timeout must be a positive number of seconds; got ${args.userTimeout}`);
@@ -52,6 +53,7 @@ export function userConfigFromArgs(
     ...(args.userBaseUrl ? { baseURL: args.userBaseUrl } : {}),
     ...(args.userTimeout !== undefined ? { timeoutMs: args.userTimeout * 1000 } : {}),
     ...(args.userTemperature !== undefined ? { temperature: args.userTemperature } : {}),
+    ...(args.userCache ? { cacheDir: args.userCache } : {}),
   };
 }
 
@@ -85,7 +87,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (else ENVSCALER_USER_MODEL, else gpt-4.1)" })
       .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL (else USER_OPENAI_BASE_URL, else OPENAI_BASE_URL); key from USER_OPENAI_API_KEY / OPENAI_API_KEY" })
       .option("user-timeout", { type: "number", describe: "seconds one simulated-user request may take (else ENVSCALER_USER_TIMEOUT, else 60)" })
-      .option("user-temperature", { type: "number", describe: "simulated user's sampling temperature (else ENVSCALER_USER_TEMPERATURE, else 0.7)" }) as unknown as Argv<ServeArgs>,
+      .option("user-temperature", { type: "number", describe: "simulated user's sampling temperature (else ENVSCALER_USER_TEMPERATURE, else 0.7)" })
+      .option("user-cache", { type: "string", describe: "keep the simulated user's finished calls here, per episode (scenario and seed), so a resumed rollout asks nothing twice (else ENVSCALER_USER_CACHE; default: no cache)" }) as unknown as Argv<ServeArgs>,
   handler: async (args: ArgumentsCamelCase<ServeArgs>) => {
     const log = createLogger("envscaler-serve");
     const allow = args.curveAllow ? readFileSync(args.curveAllow, "utf8").split(/\s+/).filter(Boolean) : [];

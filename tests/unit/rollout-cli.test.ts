@@ -132,10 +132,78 @@ test("a rollout killed with SIGKILL and started again skips finished episodes an
     expect(second.filter((b) => first.includes(b)).length).toBeLessThanOrEqual(1);
     expect(new Set([...first, ...second]).size).toBe(planned);
     expect(readResults(out).episodes.map((e) => e.key)).toHaveLength(planned);
+    // the report of the resumed run covers the episodes of both runs
+    expect(readFileSync(join(out, "report.html"), "utf8").match(/<tr id="ep-/g)).toHaveLength(planned);
     // the bridge of each run recorded into the same folder, one file per process
     expect(readdirSync(join(out, "trajectories")).length).toBe(2);
   } finally {
     await fixture.close();
+  }
+}, 120_000);
+
+/**
+ * A conversation the simulated user numbers by its own call count (a repeated user call would say
+ * a different number), and an agent that repeats what it heard; with `hangAt`, the agent's call
+ * made after that many user calls hangs once (the moment the test kills the run: no call in flight
+ * but that one).
+ */
+function numberedConversation(hangAt?: number) {
+  const state = { userCalls: 0, hung: false };
+  const respond = (r: FixtureRequest) => {
+    if (r.model === "user-sim") {
+      state.userCalls++;
+      return r.messages.filter((m) => m.role === "assistant").length >= 2 ? "# Thought:\ndone\n# Reply:\n###STOP###" : `# Thought:\nt\n# Reply:\nmessage ${state.userCalls}`;
+    }
+    if (hangAt !== undefined && state.userCalls === hangAt && !state.hung) {
+      state.hung = true;
+      return { hang: true };
+    }
+    return `Noted: ${r.messages.at(-1)!.content}`;
+  };
+  return { state, respond };
+}
+
+test("a conversation rollout killed with SIGKILL and resumed replays the simulated user's finished replies from the cache: every episode equals an uninterrupted run's, no user call is made twice", async () => {
+  const base = ["--import", "tsx", CLI, "rollout", "--envs", FIXTURES, "--scenarios", "notes-2", "--trials", "3", "--concurrency", "1", "--model", "agent", "--api-key", "k", "--user-model", "user-sim"];
+  const messagesByKey = (out: string) => Object.fromEntries(episodeLines(out).map((l) => JSON.parse(l.slice(9)) as { key: string; messages: unknown[] }).map((e) => [e.key, e.messages]));
+
+  const plain = numberedConversation();
+  const fixtureA = await OpenAIFixture.start(plain.respond);
+  const outA = tmp();
+  try {
+    await run(process.execPath, [...base, "--base-url", fixtureA.baseURL, "--user-base-url", fixtureA.baseURL, "--out", outA]);
+  } finally {
+    await fixtureA.close();
+  }
+  const uninterrupted = messagesByKey(outA);
+  expect(Object.keys(uninterrupted)).toHaveLength(3);
+  expect(plain.state.userCalls).toBe(9); // opening, one answer, ###STOP### per episode
+
+  // the second episode's second agent call hangs (after user calls 4 and 5): the run is killed there
+  const killed = numberedConversation(5);
+  const fixtureB = await OpenAIFixture.start(killed.respond);
+  const outB = tmp();
+  const args = [...base, "--base-url", fixtureB.baseURL, "--user-base-url", fixtureB.baseURL, "--out", outB];
+  try {
+    const child = spawn(process.execPath, args, { stdio: "ignore" });
+    let gone = false;
+    const exited = new Promise((r) => child.once("exit", r)).then(() => (gone = true));
+    while (!killed.state.hung && !gone) await new Promise((r) => setTimeout(r, 50));
+    expect(gone, "the rollout exited before it could be killed").toBe(false);
+    child.kill("SIGKILL");
+    await exited;
+    expect(Object.keys(messagesByKey(outB))).toEqual(["notes-2#0"]);
+    expect(killed.state.userCalls).toBe(5);
+
+    const { stdout } = await run(process.execPath, args);
+    expect(stdout).toContain("3/3 episodes (2 played, 1 already done)");
+    // the interrupted episode's opening and answer (user calls 4 and 5) came from the cache, so
+    // the user was asked exactly as often as in the uninterrupted run and said the same things
+    expect(killed.state.userCalls).toBe(9);
+    expect(messagesByKey(outB)).toEqual(uninterrupted);
+    expect(readdirSync(join(outB, "user-cache")).length).toBeGreaterThan(0);
+  } finally {
+    await fixtureB.close();
   }
 }, 120_000);
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { GREETING, OpenAIUserSimulator, outOfRole, parseUserReply, resolveUserConfig, STOP_MARKER } from "../../bridge/episode/user-simulator.js";
@@ -91,6 +94,40 @@ test("a user reply that plays the agent or echoes the greeting is re-asked once,
   // the history the next request carries has no detour: greeting, opening, agent turn, last reply
   expect(fixture.requests[3]!.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "user", "assistant", "user"]);
   expect(fixture.requests).toHaveLength(4);
+});
+
+test("with a cache dir, a second simulator of the same episode replays the user's finished replies without a call; another seed (salt) and unaccepted replies are not served from it", async () => {
+  let n = 0;
+  fixture = await OpenAIFixture.start((r) => (r.messages.at(-1)!.content.includes("again") && n++ === 0 ? "# Thought:\nonly thinking, no reply section" : `# Thought:\nt\n# Reply:\nanswer ${fixture!.requests.length}`));
+  const cacheDir = mkdtempSync(join(tmpdir(), "envscaler-user-cache-"));
+  const config = { baseURL: fixture.baseURL, apiKey: "k", cacheDir };
+  const first = new OpenAIUserSimulator("list notes", "you are u3", config, [], "notes-2|0");
+  const said = [await first.start(), await first.reply("Which notes?"), await first.reply("again?")];
+  // the reply without a '# Reply:' section was re-asked and never cached
+  expect(said).toEqual(["answer 1", "answer 2", "answer 4"]);
+  expect(fixture.requests).toHaveLength(4);
+
+  const resumed = new OpenAIUserSimulator("list notes", "you are u3", config, [], "notes-2|0");
+  expect([await resumed.start(), await resumed.reply("Which notes?"), await resumed.reply("again?")]).toEqual(said);
+  expect(fixture.requests).toHaveLength(4);
+  // the conversation goes on past the cache: a new call
+  expect(await resumed.reply("Anything else?")).toBe("answer 5");
+
+  const otherSeed = new OpenAIUserSimulator("list notes", "you are u3", config, [], "notes-2|1");
+  expect(await otherSeed.start()).toBe("answer 6");
+  const uncached = new OpenAIUserSimulator("list notes", "you are u3", { ...config, cacheDir: undefined }, [], "notes-2|0");
+  expect(await uncached.start()).toBe("answer 7");
+  expect(resolveUserConfig({}, { ENVSCALER_USER_CACHE: "/x" }).cacheDir).toBe("/x");
+  expect(userConfigFromArgs({ userModel: "m", userCache: "/c" }, {})).toEqual({ model: "m", cacheDir: "/c" });
+});
+
+test("a simulated user's cache folder that cannot be made fails the episode as the user's typed error, naming the folder", async () => {
+  fixture = await OpenAIFixture.start(["# Thought:\nt\n# Reply:\nhello"]);
+  const file = join(mkdtempSync(join(tmpdir(), "envscaler-user-cache-")), "a-file");
+  writeFileSync(file, "not a folder");
+  rt = await EnvRuntime.start({ envs: [FIXTURES], user: { baseURL: fixture.baseURL, apiKey: "k", cacheDir: join(file, "cache") } });
+  await expect(rt.reset("notes-2", 0)).rejects.toMatchObject({ code: "user_simulator_failed", message: expect.stringContaining(join(file, "cache")) });
+  expect(fixture.requests).toHaveLength(0);
 });
 
 test("outOfRole: agent-like replies are caught, ordinary user replies are not", () => {
