@@ -41,7 +41,20 @@ def test_hello_list_envs_list_scenarios(bridge1):
         hello = c.hello()
         assert hello["protocol_version"] == envscaler.PROTOCOL_VERSION
         assert hello["server"] == "envscaler" and hello["replica"] == 0 and hello["instance"]
-        assert set(hello["limits"]) == {"max_frame_bytes", "max_sessions", "max_in_flight", "idle_timeout_s", "max_depth", "max_batch", "max_sessions_per_client"}
+        assert set(hello["limits"]) == {
+            "max_frame_bytes",
+            "max_sessions",
+            "max_in_flight",
+            "idle_timeout_s",
+            "max_depth",
+            "max_batch",
+            "max_sessions_per_client",
+            "max_action_bytes",
+            "max_episode_input_bytes",
+            "max_snapshots_per_episode",
+            "max_snapshot_bytes",
+            "quarantine_after",
+        }
         assert {"snapshot", "fork", "restore", "drop_snapshot"} <= set(hello["ops"])
         envs = {e["env_id"]: e for e in c.list_envs()}
         assert {"notes-v1", "library-v1"} <= set(envs)
