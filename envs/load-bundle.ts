@@ -2,10 +2,10 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-// the imports of bridge/ left here, for EnvBundle.stateBase below (see it)
-import { bundleStateBase } from "../bridge/state/bundle-state.js";
-import type { JsonObject, StateBase } from "../bridge/state/state-base.js";
 import { EnvManifest, Scenario } from "./bundle-schema.js";
+
+/** A JSON object as a bundle's files hold it (bridge/state builds its state bases from these). */
+type JsonObject = Record<string, unknown>;
 
 /** One problem found while loading a bundle, with the file it is in. */
 export interface BundleProblem {
@@ -40,15 +40,6 @@ export class EnvBundle {
 
   scenario(id: string): Scenario | undefined {
     return this.scenarios.get(id);
-  }
-
-  /**
-   * bundleStateBase(this, scenarioId). Kept only for bridge/episode (episode.ts, reference-state.ts),
-   * which is being rewritten on another branch: once they call bundleStateBase, delete this
-   * and the bridge/ imports above (issue 21: the back-arrow envs/ -> bridge/).
-   */
-  stateBase(scenarioId?: string): StateBase {
-    return bundleStateBase(this, scenarioId);
   }
 
   scenarioHash(scenarioId: string): string {

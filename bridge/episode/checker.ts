@@ -2,7 +2,7 @@ import type { Check } from "../../envs/bundle-schema.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
-import { canonicalJson } from "../state/canonical-json.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { StateView } from "../state/state-base.js";
 import { sameStateUpToNewIds } from "../state/same-state-up-to-new-ids.js";
 import { sameState } from "../state/state-tracker.js";

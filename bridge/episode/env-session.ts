@@ -156,14 +156,6 @@ export class EnvSession implements Disposable {
     return v.text === undefined ? { kind: "result", json: v.result, diff } : { kind: "result", json: v.result, text: v.text, diff };
   }
 
-  get alive(): boolean {
-    return this.sandbox.alive;
-  }
-
-  get memoryBytes(): number {
-    return this.sandbox.memoryBytes;
-  }
-
   stateHash(): string {
     return this.tracker.stateHash();
   }

@@ -1,3 +1,4 @@
+import { bundleStateBase } from "../state/bundle-state.js";
 import { toolObservationText } from "../../protocol/step-wire.js";
 import type { ToolSchema, Scenario } from "../../envs/bundle-schema.js";
 import type { EnvBundle } from "../../envs/load-bundle.js";
@@ -243,7 +244,7 @@ export class Episode {
     if (this.closed) throw new EpisodeStateError("closed", "the episode is closed");
     if (this.session) throw new EpisodeStateError("episode_done", "an episode is reset once; create a new one");
     const { bundle, scenario, seed } = this.options;
-    this.session = await EnvSession.open(bundle, bundle.stateBase(scenario.id), { seed, limits: this.options.limits });
+    this.session = await EnvSession.open(bundle, bundleStateBase(bundle, scenario.id), { seed, limits: this.options.limits });
     const missing = this.validator.names.filter((n) => !this.session!.methods.includes(n));
     if (missing.length) {
       this.close();
@@ -482,12 +483,6 @@ export class Episode {
     if (this.closed) throw new EpisodeStateError("closed", "the episode is closed");
     if (!this.session) throw new EpisodeStateError("reset_needed", "call reset() first");
     return this.session.stateJson();
-  }
-
-  /** The current state as a view (for `reference_state` computation and comparisons). */
-  stateView(): StateView {
-    if (!this.session) throw new EpisodeStateError("reset_needed", "call reset() first");
-    return this.session.tracker.snapshot();
   }
 
   close(): void {

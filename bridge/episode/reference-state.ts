@@ -1,3 +1,4 @@
+import { bundleStateBase } from "../state/bundle-state.js";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import type { SandboxLimits } from "../sandbox/limits.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
@@ -14,7 +15,7 @@ export async function referenceState(bundle: EnvBundle, scenarioId: string, seed
   if (!scenario?.reference_actions) return { error: "the scenario has no reference actions" };
   let session: EnvSession | undefined;
   try {
-    session = await EnvSession.open(bundle, bundle.stateBase(scenarioId), { seed, limits });
+    session = await EnvSession.open(bundle, bundleStateBase(bundle, scenarioId), { seed, limits });
     for (const a of scenario.reference_actions) session.call(a.name, a.arguments);
     return session.tracker.snapshot();
   } catch (e) {

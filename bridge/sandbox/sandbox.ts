@@ -352,15 +352,6 @@ export class Sandbox implements Disposable {
     throw this.poison(new SandboxFault("env_output_invalid", `${op}: the sandbox's answer does not have the prelude's shape (was a builtin patched?)`));
   }
 
-  /** Bytes of linear memory the guest has grown to (it never shrinks). */
-  get memoryBytes(): number {
-    return this.dormant ? this.dormant.machine.memoryBytes : this.machine.memoryBytes;
-  }
-
-  get alive(): boolean {
-    return !this.disposed && this.poisoned === null;
-  }
-
   private nearCap(): boolean {
     return this.machine.capHit || this.machine.memoryBytes >= this.machine.maxBytes * 0.9;
   }
