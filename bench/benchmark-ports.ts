@@ -12,13 +12,14 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { EnvRuntime } from "../bridge/engine/env-runtime.js";
 import { importAcebench } from "../envs/acebench/import-acebench.js";
 import { findBfclPackage, importBfcl } from "../envs/bfcl/import-bfcl.js";
 import { spread, versus, type Row } from "./rows.js";
 
-const ROOT = join(import.meta.dirname, "..");
+// the repository root, from bench/ (tsx) or dist/bench/ (compiled)
+const ROOT = resolve(import.meta.dirname, import.meta.url.endsWith(".ts") ? ".." : "../..");
 const REPS = 3;
 
 /** A JSON argument value (with {"$float": x} for integral floats) as Python source. */

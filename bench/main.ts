@@ -314,7 +314,11 @@ const SECTIONS: Record<string, (py: string) => Promise<void>> = {
       rows.push({ what: "BFCL and ACEBench ports vs the original executors", ours: "—", reference: `n/a: ${missing}`, ratio: "—", target: "—", met: null });
       return;
     }
-    rows.push(...(await portRows({ py: testPy, acebench })));
+    try {
+      rows.push(...(await portRows({ py: testPy, acebench })));
+    } catch (e) {
+      rows.push({ what: "BFCL and ACEBench ports vs the original executors", ours: `failed: ${(e as Error).message.split("\n")[0]!.slice(0, 160)}`, reference: "—", ratio: "—", target: "—", met: false });
+    }
   },
   hop: () => threadHop(),
   states: stateSizes,
