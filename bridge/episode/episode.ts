@@ -94,6 +94,8 @@ export interface ResetInfo {
   scenario_hash: string;
   /** `user_stop` when the simulated user ended the conversation in its opening message: the next step or finish returns the scored end. */
   end_reason?: "user_stop";
+  /** Multi-turn scenarios: how many user turns the task has (a reply without tool calls ends each). */
+  turns?: number;
 }
 
 /** Everything needed to re-execute an episode exactly: its inputs, never its outputs. */
@@ -271,6 +273,7 @@ export class Episode {
         env_hash: bundle.contentHash,
         scenario_hash: bundle.scenarioHash(scenario.id),
         ...(this.stoppedAtOpening ? { end_reason: "user_stop" as const } : {}),
+        ...(scenario.user_turns ? { turns: scenario.user_turns.length + 1 } : {}),
       },
     };
   }

@@ -26,8 +26,11 @@ export interface EpisodeStarted {
   first_message: string;
   introduction: string;
   rules: string[];
+  /** The tools the agent sees now (a multi-turn benchmark adds held-out ones at their turn). */
   tools: ToolSchema[];
   max_steps: number;
+  /** Multi-turn task scenarios: the number of user turns (message_user ends each). */
+  turns?: number;
 }
 
 /**
@@ -88,7 +91,7 @@ export class McpEpisode {
       }
       this.episodeId = r.episode_id;
       const i = r.info;
-      this.started = { scenario_id: i.scenario_id, seed: i.seed, mode: i.mode, first_message: r.observation.content, introduction: i.introduction, rules: i.rules, tools: i.tools, max_steps: i.max_steps };
+      this.started = { scenario_id: i.scenario_id, seed: i.seed, mode: i.mode, first_message: r.observation.content, introduction: i.introduction, rules: i.rules, tools: i.tools, max_steps: i.max_steps, ...(i.turns ? { turns: i.turns } : {}) };
       return this.started;
     });
     this.starting.catch(() => (this.starting = null));

@@ -52,10 +52,14 @@ function envTools(episode: McpEpisode): Tool[] {
   return tools;
 }
 
-/** The message tool exists in conversation episodes whose env has no tool of that name itself. */
+/**
+ * The message tool exists in conversation episodes and in multi-turn tasks (where a reply to the
+ * user ends the turn and the next request arrives), unless the env has a tool of that name itself.
+ */
 function messageTool(episode: McpEpisode): string | null {
   const s = episode.started;
-  return s && s.mode === "conversation" && !s.tools.some((t) => t.function.name === MESSAGE_TOOL) ? MESSAGE_TOOL : null;
+  const talks = s && (s.mode === "conversation" || (s.turns ?? 1) > 1);
+  return talks && !s.tools.some((t) => t.function.name === MESSAGE_TOOL) ? MESSAGE_TOOL : null;
 }
 
 function startTool(picker: ScenarioPicker): Tool {
@@ -82,6 +86,15 @@ export function createMcpServer(episode: McpEpisode, picker: ScenarioPicker): Se
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: episode.started ? envTools(episode) : [startTool(picker)] }));
 
+  /** A step that changed the tool list (a multi-turn benchmark's held-out tools arriving): list it and tell the client. */
+  const followTools = (r: StepResult): StepResult => {
+    if (r.info.tools && episode.started) {
+      episode.started.tools = r.info.tools;
+      void server.sendToolListChanged().catch(() => undefined);
+    }
+    return r;
+  };
+
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const { name, arguments: args = {} } = request.params;
     try {
@@ -105,11 +118,11 @@ export function createMcpServer(episode: McpEpisode, picker: ScenarioPicker): Se
         if (typeof message !== "string" || message.trim() === "") return toolError("invalid_arguments", `${MESSAGE_TOOL}: message must be a non-empty string`);
         // a message is text, never parsed for tool calls
         if (/<\/?tool_call>/i.test(message)) return toolError("invalid_arguments", `${MESSAGE_TOOL}: a message may not contain <tool_call> tags; call the tools directly`);
-        return stepResult(await episode.step({ role: "assistant", content: message }), false);
+        return stepResult(followTools(await episode.step({ role: "assistant", content: message })), false);
       }
       if (!isEnvTool && name === START_TOOL) return toolError("bad_request", "this session's episode has started already (one episode per MCP session)");
       // unknown tools and bad arguments are the env's to judge: they become error observations
-      return stepResult(await episode.step({ name, arguments: args }), true);
+      return stepResult(followTools(await episode.step({ name, arguments: args })), true);
     } catch (e) {
       const { code, message } = typedError(e);
       return toolError(code, message);

@@ -1,11 +1,10 @@
-import { readFileSync } from "node:fs";
-import { mkdtempSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { ToolListChangedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { InFlightGate } from "../../bridge/mcp/in-flight-gate.js";
@@ -27,6 +26,53 @@ async function connect(url: string, headers: Record<string, string>): Promise<{ 
   await client.connect(transport);
   return { client, transport };
 }
+
+/**
+ * A multi-turn task (BFCL's shape) made from the notes fixture: list Ann's notes, then, in a second
+ * turn that adds the held-out `roll` tool, roll a number.
+ */
+function multiTurnEnvs(): string {
+  const dir = join(mkdtempSync(join(tmpdir(), "mcp-turns-")), "notes");
+  cpSync(join(import.meta.dirname, "..", "fixtures", "envs", "notes"), dir, { recursive: true });
+  const scenario = { id: "notes-turns", env_id: "notes-v1", task: "List Ann's (u1) notes.", user_turns: [{ content: "Now roll a number.", add_tools: ["roll"] }], checks: [] };
+  writeFileSync(join(dir, "scenarios.json"), JSON.stringify([scenario]));
+  return dirname(dir);
+}
+
+describe("a multi-turn task over MCP", () => {
+  test("message_user ends a turn and brings the next request; held-out tools appear with a tools/list_changed notification", async () => {
+    const runtime = await EnvRuntime.start({ envs: [multiTurnEnvs()], workers: 1 });
+    const server = new McpHttpServer({ runtime, picker: new ScenarioPicker(runtime.registry, {}), limits: { maxSessions: 4 }, logger: createLogger("mcp.test") });
+    const url = await server.start();
+    try {
+      const { client, transport } = await connect(url, { "X-EnvScaler-Scenario": "notes-turns" });
+      let changed = 0;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+        changed++;
+      });
+      const names = async () => (await client.listTools()).tools.map((t) => t.name).sort();
+      expect(await names()).toEqual(["add_note", "delete_note", "escalate", "explode", "list_notes", "message_user"]);
+      expect(client.getInstructions()).toMatch(/2 requests from the user/);
+      expect((await client.callTool({ name: "list_notes", arguments: { user_id: "u1" } })).isError).toBeFalsy();
+      const next = await client.callTool({ name: "message_user", arguments: { message: "Ann has one note: groceries." } });
+      expect(textOf(next)).toBe("Now roll a number.");
+      expect((next._meta as Record<string, unknown>)["envscaler/episode_ended"]).toBeUndefined();
+      for (let i = 0; i < 50 && changed === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(changed).toBe(1);
+      expect(await names()).toContain("roll");
+      const roll = await client.callTool({ name: "roll", arguments: {} });
+      expect(roll.isError, textOf(roll)).toBeFalsy();
+      const end = await client.callTool({ name: "message_user", arguments: { message: "Rolled." } });
+      expect(textOf(end)).toBe("Task finished");
+      expect((end._meta as Record<string, unknown>)["envscaler/episode_ended"]).toBe("text_reply");
+      await transport.terminateSession();
+      await client.close();
+    } finally {
+      await server.stop();
+      await runtime.close();
+    }
+  });
+});
 
 describe("envscaler mcp in-process, TS SDK clients", () => {
   let runtime: EnvRuntime;
