@@ -91,7 +91,17 @@ export class McpEpisode {
       }
       this.episodeId = r.episode_id;
       const i = r.info;
-      this.started = { scenario_id: i.scenario_id, seed: i.seed, mode: i.mode, first_message: r.observation.content, introduction: i.introduction, rules: i.rules, tools: i.tools, max_steps: i.max_steps, ...(i.turns ? { turns: i.turns } : {}) };
+      this.started = {
+        scenario_id: i.scenario_id,
+        seed: i.seed,
+        mode: i.mode,
+        first_message: r.observation.content,
+        introduction: i.introduction,
+        rules: i.rules,
+        tools: i.tools,
+        max_steps: i.max_steps,
+        ...(i.turns ? { turns: i.turns } : {}),
+      };
       return this.started;
     });
     this.starting.catch(() => (this.starting = null));
