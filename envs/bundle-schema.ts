@@ -109,6 +109,12 @@ export const Scenario = z
     max_steps_per_turn: z.number().int().positive().optional(),
     /** Multi-turn tasks: an env method (no arguments) the episode calls whenever a user turn ends, before the next message. */
     turn_end_method: z.string().regex(IDENT_RE).optional(),
+    /**
+     * Task scenarios whose loop goes on after a text reply (ACEBench multi-step): a reply that
+     * contains `end_marker` ends the episode; any other text, or an action that cannot be read, is
+     * answered with `otherwise` as the user's message and the episode goes on (max_steps still caps it).
+     */
+    text_reply: z.object({ end_marker: z.string().min(1), otherwise: z.string().min(1) }).strict().optional(),
   })
   .strict()
   .refine((s) => !(s.initial_state && s.state_overrides), { message: "give initial_state or state_overrides, not both" })

@@ -360,6 +360,10 @@ export class Episode {
           observation = { role: "user", content: "Task finished" };
           endReason = "text_reply";
         }
+      } else if (this.options.scenario.text_reply && parsed.kind !== "tool_calls" && !(parsed.kind === "text" && parsed.text.includes(this.options.scenario.text_reply.end_marker))) {
+        // the scenario's loop answers anything but calls or its end marker with its own message (ACEBench multi-step)
+        if (parsed.kind === "text") this.messages.push(parsed.text);
+        observation = { role: "user", content: this.options.scenario.text_reply.otherwise };
       } else if (parsed.kind === "invalid") {
         observation = { role: "user", content: errorContent("invalid_action", parsed.message) };
       } else if (parsed.kind === "tool_calls" && parsed.calls.length > MAX_CALLS_PER_ACTION) {

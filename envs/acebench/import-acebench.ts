@@ -136,6 +136,27 @@ function userPrompt(from: string, travel: boolean, instruction: string, python =
 }
 const userPrompts: Record<string, Record<string, string>> = {};
 
+/**
+ * How ACEBench's multi-step loop treats a text reply, read from its reference code at import
+ * time (nothing of it is kept in this repository): the agent's system prompt asks it to say a
+ * marker when the task is done (that line becomes the env's rule), a message holding the marker
+ * ends the dialogue, and any other message the execution role cannot decode as calls is answered
+ * with a fixed request to go on. Null when the reference files are not there.
+ */
+function multiStepLoop(from: string, python: string): { rule: string; end_marker: string; otherwise: string } | null {
+  const agent = join(from, "reference", "model_inference_multi_step_APIModel_agent.py");
+  const execution = join(from, "reference", "model_inference_multi_step_execution_role_step.py");
+  if (!existsSync(agent) || !existsSync(execution)) return null;
+  const prompt = (JSON.parse(
+    execFileSync(python, ["-c", "import ast, json, sys\nfor n in ast.parse(open(sys.argv[1]).read()).body:\n    if isinstance(n, ast.Assign) and getattr(n.targets[0], 'id', '') == 'MULTI_TURN_AGENT_PROMPT_SYSTEM_EN': print(json.dumps(ast.literal_eval(n.value)))", agent], { encoding: "utf8" }) || "null",
+  ) ?? "") as string;
+  const rule = prompt.split("\n").find((l) => /"[^"]+" to end the dialogue/.test(l));
+  const marker = rule && /"([^"]+)"/.exec(rule)?.[1];
+  const otherwise = /current_message\["message"\] = "([^"]+)"/.exec(readFileSync(execution, "utf8"))?.[1];
+  if (!rule || !marker || !otherwise) throw new Error(`could not read the multi-step loop's end marker and reply from ${agent} and ${execution}`);
+  return { rule: rule.trim(), end_marker: marker, otherwise };
+}
+
 /** The scenario check: the official end-to-end verdict the env keeps (a throw names what differs). */
 const VERDICT_CHECK = `({ final }) => {
   const v = final.acebench.end_to_end;
@@ -185,6 +206,7 @@ function typedJson(text: string): unknown {
 export function importAcebench(from: string, out: string, categories: readonly AceBenchCategory[] = ACEBENCH_CATEGORIES, python?: string): AceImportResult[] {
   if (!existsSync(join(from, "data", "data_agent_multi_step.json"))) throw new Error(`${from} is not an ACEBench agent data folder (no data/data_agent_multi_step.json; see ../shared/benchmarks/acebench)`);
   const defaults = classDefaults(from, python);
+  const loop = multiStepLoop(from, python ?? process.env.ACEBENCH_PYTHON ?? "python3");
   const written: AceImportResult[] = [];
   for (const cat of categories) {
     const entries = readJsonl<AceEntry>(join(from, "data", `data_agent_${cat}.json`));
@@ -213,7 +235,7 @@ export function importAcebench(from: string, out: string, categories: readonly A
         id: envId,
         name: `ACEBench-Agent ${cat.replace("_", "-")} (${travel ? "travel" : "phone platform"})`,
         introduction: `ACEBench agent tasks (${cat}), English, from ACEBench ${ACEBENCH_COMMIT.slice(0, 7)} (MIT). The backend is hidden: the agent sees the user's messages and the tools' outputs.`,
-        rules: [],
+        rules: cat === "multi_step" && loop ? [loop.rule] : [],
         class_name: "AceBenchEnv",
         source_file: "env.js",
         tools: docs.map(toOpenAiTool),
@@ -229,7 +251,8 @@ export function importAcebench(from: string, out: string, categories: readonly A
         if (!a) throw new Error(`${e.id} has no ground truth in possible_answer/`);
         const initial_state = { task: { id: e.id, mode: cat, involved_classes: e.involved_classes, initial_config: e.initial_config, ground_truth: a.ground_truth, mile_stone: a.mile_stone } };
         const common = { id: e.id, env_id: envId, initial_state, max_steps: ACEBENCH_MAX_AGENT_STEPS, reward: "all", checks: [{ description: "ACEBench's end-to-end check: the saved attributes of every class equal the ground truth's", source: VERDICT_CHECK }] };
-        return cat === "multi_step" ? { ...common, task: e.question, mode: "task" } : { ...common, task: e.question, mode: "conversation", user_instructions: userPrompt(from, travel, e.question, python) };
+        if (cat === "multi_step") return { ...common, task: e.question, mode: "task", ...(loop ? { text_reply: { end_marker: loop.end_marker, otherwise: loop.otherwise } } : {}) };
+        return { ...common, task: e.question, mode: "conversation", user_instructions: userPrompt(from, travel, e.question, python) };
       });
       writeFileSync(join(dir, "scenarios.json"), `${JSON.stringify(scenarios)}\n`);
       written.push({ envId, dir, scenarios: scenarios.length });

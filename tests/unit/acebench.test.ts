@@ -153,5 +153,11 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
     expect(sc.user_instructions).toContain(sc.task);
     expect(sc.user_instructions).toContain("###STOP###");
     expect(sc.user_instructions).not.toContain("finish conversation");
+    // multi-step: the loop of the original (its agent prompt's closing line as the env's rule; a
+    // text without the marker is answered with the execution role's request to go on)
+    const step = JSON.parse(readFileSync(join(bundles, "acebench-multi-step-phone", "manifest.json"), "utf8")) as { rules: string[] };
+    expect(step.rules).toEqual([expect.stringContaining('"finish conversation"')]);
+    const stepSc = (JSON.parse(readFileSync(join(bundles, "acebench-multi-step-phone", "scenarios.json"), "utf8")) as { text_reply?: { end_marker: string; otherwise: string } }[])[0]!;
+    expect(stepSc.text_reply).toEqual({ end_marker: "finish conversation", otherwise: expect.stringMatching(/^Please do not ask me any questions/) });
   });
 });

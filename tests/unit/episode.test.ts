@@ -33,6 +33,20 @@ test("agent mistakes are observations and the episode goes on", async () => {
   for (const r of [unknown, missing, extra, wrongType, throws, garbled]) expect(r.terminated || r.truncated).toBe(false);
 });
 
+test("a scenario whose loop goes on after text (text_reply): only the end marker ends it, other text gets the scenario's reply", async () => {
+  const e = await start({ text_reply: { end_marker: "finish conversation", otherwise: "Please go on." } });
+  const asked = await e.step("Which user do you mean?");
+  expect(asked).toMatchObject({ terminated: false, truncated: false, observation: { role: "user", content: "Please go on." } });
+  const garbled = await e.step("<tool_call>{oops</tool_call>");
+  expect(garbled.observation.content).toBe("Please go on.");
+  const call = await e.step({ name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } });
+  expect(call.observation.role).toBe("tool");
+  await e.step({ name: "delete_note", arguments: { note_id: "n1" } });
+  const end = await e.step("Done. finish conversation");
+  // scored as any task episode (this test's episode has no reference state, so that check fails: 2 of 3)
+  expect(end).toMatchObject({ terminated: true, info: { end_reason: "text_reply", end_text: "Done. finish conversation", reward_info: { passed: 2, total: 3 } } });
+});
+
 test("several tool calls in one action run in order", async () => {
   const e = await start();
   const r = await e.step([
