@@ -4,7 +4,7 @@ import { EnvRegistry } from "../../envs/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
-import { ENGINE_STACK_MB } from "../sandbox/limits.js";
+import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
 
 /** A request the runtime could not serve; `code` is one of the protocol's error codes. */
@@ -596,9 +596,10 @@ export class EnvRuntime {
   }
 
   /** The episode limits in force (defaults filled in), as `hello` reports them. */
-  limits(): { max_action_bytes: number; max_episode_input_bytes: number; max_snapshots_per_episode: number; max_snapshot_bytes: number; quarantine_after: number } {
+  limits(): { max_action_bytes: number; max_calls_per_action: number; max_episode_input_bytes: number; max_snapshots_per_episode: number; max_snapshot_bytes: number; quarantine_after: number } {
     const o = this.options;
     return {
+      max_calls_per_action: MAX_CALLS_PER_ACTION,
       max_action_bytes: o.maxActionBytes ?? 1 << 20,
       max_episode_input_bytes: o.maxEpisodeInputBytes ?? 64 << 20,
       max_snapshots_per_episode: o.maxSnapshotsPerEpisode ?? 32,

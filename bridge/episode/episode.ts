@@ -1,3 +1,4 @@
+import { MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
 import { bundleStateBase } from "../state/bundle-state.js";
 import { toolObservationText } from "../../protocol/step-wire.js";
 import type { ToolSchema, Scenario } from "../../envs/bundle-schema.js";
@@ -138,6 +139,8 @@ export class EpisodeStateError extends Error {
   }
 }
 
+export { MAX_CALLS_PER_ACTION };
+
 export interface EpisodeOptions {
   bundle: EnvBundle;
   scenario: Scenario;
@@ -149,9 +152,6 @@ export interface EpisodeOptions {
   /** The state the reference actions produce, for `reference_state` checks (usually cached by the caller). */
   reference?: () => Promise<StateView | { error: string }>;
 }
-
-/** Tool calls one action may make; more are refused as an `invalid_action` observation. */
-export const MAX_CALLS_PER_ACTION = 64;
 
 /** The path of the first NaN or ±Infinity in a value (msgpack can carry them, JSON Schema's "number" accepts them), or null. */
 function nonFinite(v: unknown, path: string): string | null {

@@ -41,3 +41,6 @@ export const DEFAULT_LIMITS: SandboxLimits = {
 export function memoryPages(bytes: number): number {
   return Math.max(256, Math.ceil(bytes / 65536));
 }
+
+/** Tool calls one action may make; more are refused as an `invalid_action` observation. */
+export const MAX_CALLS_PER_ACTION = 64;

@@ -50,6 +50,7 @@ def test_hello_list_envs_list_scenarios(bridge1):
             "max_batch",
             "max_sessions_per_client",
             "max_action_bytes",
+            "max_calls_per_action",
             "max_episode_input_bytes",
             "max_snapshots_per_episode",
             "max_snapshot_bytes",
