@@ -1,6 +1,6 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { z } from "zod";
 import {
-  CallToolRequestSchema,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
   ListResourcesRequestSchema,
@@ -21,6 +21,14 @@ export const START_TOOL = "start_episode";
 export const MESSAGE_TOOL = "message_user";
 export const TASK_URI = "envscaler://task";
 export const SERVER_INFO = { name: "envscaler", version: "0.1.0" };
+
+/**
+ * tools/call with its params left loose: the SDK parses a request with the handler's schema before
+ * anything else and answers a failure as -32603 with a raw schema dump; with this one its own
+ * tools/call check runs instead and answers a malformed call (`arguments` not an object) as
+ * -32602 invalid params, naming the field.
+ */
+const ToolCallRequest = z.looseObject({ method: z.literal("tools/call"), params: z.looseObject({ name: z.string(), arguments: z.unknown().optional() }) });
 
 /** Most scenario ids a start_episode schema lists as an enum (beyond that it is a plain string). */
 const MAX_ENUM = 500;
@@ -95,8 +103,10 @@ export function createMcpServer(episode: McpEpisode, picker: ScenarioPicker): Se
     return r;
   };
 
-  server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
-    const { name, arguments: args = {} } = request.params;
+  server.setRequestHandler(ToolCallRequest, async (request): Promise<CallToolResult> => {
+    // the SDK has checked the call against its own schema by now: arguments, when given, are an object
+    const { name } = request.params;
+    const args = (request.params.arguments ?? {}) as Record<string, unknown>;
     try {
       const started = episode.started;
       if (!started) {

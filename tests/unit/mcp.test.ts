@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ToolListChangedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { InFlightGate } from "../../bridge/mcp/in-flight-gate.js";
@@ -117,6 +117,18 @@ describe("envscaler mcp in-process, TS SDK clients", () => {
     expect(server.sessionCount).toBe(0);
     expect(runtime.stats().episodes).toBe(0);
   }, 300_000);
+
+  test("a malformed tools/call (arguments not an object) is a typed invalid-params error, and the session goes on", async () => {
+    const { client, transport } = await connect(url, { "X-EnvScaler-Scenario": "library-1", "X-EnvScaler-Rollout": "malformed" });
+    const bad = await client.request({ method: "tools/call", params: { name: "get_book", arguments: [1, 2] } }, CallToolResultSchema).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(McpError);
+    expect((bad as McpError).code).toBe(ErrorCode.InvalidParams);
+    expect((bad as McpError).message).toMatch(/Invalid tools\/call request/);
+    const ok = await client.callTool({ name: LIBRARY_1.reference_actions[0]!.name, arguments: LIBRARY_1.reference_actions[0]!.arguments });
+    expect(ok.isError, textOf(ok)).toBeFalsy();
+    await transport.terminateSession();
+    await client.close();
+  });
 
   test("an env fault ends the episode with a tool error naming its typed code; the trainer reads it too", async () => {
     const { client, transport } = await connect(url, { "X-EnvScaler-Scenario": "hostile-1", "X-EnvScaler-Rollout": "fault" });
