@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { Packr, Unpackr } from "msgpackr";
 import { ProtocolError } from "./error-codes.js";
 
@@ -59,7 +60,9 @@ export function decodeFrame(frame: Uint8Array, maxDepth = MAX_DEPTH): unknown {
 /**
  * Walks the msgpack structure without building it: exactly one value, nesting ≤ maxDepth, every
  * declared length within the remaining bytes (a container's elements need ≥ 1 byte each), no
- * extension types, map keys strings. Iterative, so depth costs no host stack.
+ * extension types, map keys strings, every string valid UTF-8 (a decoder would otherwise put
+ * U+FFFD in its place and the request would run on text nobody sent; Python's msgpack refuses it
+ * too). Iterative, so depth costs no host stack.
  */
 export function scanFrame(b: Uint8Array, maxDepth = MAX_DEPTH): void {
   const bad = (why: string): never => {
@@ -130,6 +133,7 @@ export function scanFrame(b: Uint8Array, maxDepth = MAX_DEPTH): void {
     if (asKey && str < 0) bad(`map key at byte ${pos - 1} is not a string`);
     if (str >= 0) {
       need(str);
+      if (str > 0 && !isUtf8(b.subarray(pos, pos + str))) bad(`string at byte ${pos} is not valid UTF-8`);
       pos += str;
     }
     if (container >= 0) {

@@ -75,6 +75,7 @@ const bad = [
   { name: "map32 declaring 4 billion entries", hex: "df ffffffff".replace(/ /g, ""), code: "bad_request" },
   { name: "str32 declaring 4 GB", hex: "db ffffffff 61".replace(/ /g, ""), code: "bad_request" },
   { name: "nesting 5000 deep", hex: nested(5000), code: "bad_request" },
+  { name: "a string that is not UTF-8", hex: hex({ v: V, id: 21, op: "hello", client: "AB" }).replace("a24142", "a2eda0"), code: "bad_request" },
   { name: "integer map key", hex: "81 01 02".replace(/ /g, ""), code: "bad_request" },
   { name: "trailing bytes", hex: hex({ v: V, id: 1, op: "hello" }) + "c0", code: "bad_request" },
   { name: "a request that is not a map", hex: hex([1, 2, 3]), code: "bad_request" },
