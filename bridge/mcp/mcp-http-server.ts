@@ -129,9 +129,11 @@ export class McpHttpServer {
     // the request target as sent; "/mcp?x" is still the MCP endpoint
     const path = (req.url ?? "/").split("?")[0]!;
     const isMcp = path === MCP_PATH;
+    // the JSON-RPC id of the request, once its body is read: an error we answer ourselves echoes it
+    const rpc: { id: string | number | null } = { id: null };
     try {
       this.guard.checkOrigin(req);
-      if (isMcp) return await this.handleMcp(req, res);
+      if (isMcp) return await this.handleMcp(req, res, rpc);
       if (path.startsWith("/control/")) {
         RequestGuard.checkBearer(req, this.controlToken);
         const body = req.method === "POST" ? parseJson(await readBody(req, this.limits.maxBodyBytes)) : undefined;
@@ -145,14 +147,16 @@ export class McpHttpServer {
       if (statusOf(code) >= 400) this.counters.refused++;
       const headers: Record<string, string> = code === "unauthorized" ? { "www-authenticate": "Bearer" } : {};
       if (req.readableEnded === false && code === "payload_too_large") headers.connection = "close";
-      sendJson(res, statusOf(code), isMcp ? jsonRpcError(code, message) : { error: { code, message } }, headers);
+      sendJson(res, statusOf(code), isMcp ? jsonRpcError(code, message, rpc.id) : { error: { code, message } }, headers);
     }
   }
 
-  private async handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handleMcp(req: IncomingMessage, res: ServerResponse, rpc: { id: string | number | null }): Promise<void> {
     this.guard.checkToken(req);
     if (this.stopping) throw new McpHttpError("shutting_down", "the server is shutting down");
     const body = req.method === "POST" ? parseJson(await readBody(req, this.limits.maxBodyBytes)) : undefined;
+    const id = body !== null && typeof body === "object" && !Array.isArray(body) ? (body as { id?: unknown }).id : undefined;
+    if (typeof id === "string" || typeof id === "number") rpc.id = id;
     const sid = req.headers["mcp-session-id"];
     if (typeof sid === "string") {
       const entry = this.lookup(sid);

@@ -118,6 +118,16 @@ describe("envscaler mcp in-process, TS SDK clients", () => {
     expect(runtime.stats().episodes).toBe(0);
   }, 300_000);
 
+  test("an initialize the server refuses itself (unknown scenario, bad seed) answers with the request's id and the typed code", async () => {
+    for (const [headers, code] of [[{ "X-EnvScaler-Scenario": "nope-1" }, "unknown_scenario"], [{ "X-EnvScaler-Scenario": "library-1", "X-EnvScaler-Seed": "abc" }, "bad_request"]] as const) {
+      const init = { jsonrpc: "2.0", id: 7, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } } };
+      const r = await fetch(url, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body: JSON.stringify(init) });
+      const body = (await r.json()) as { id: unknown; error: { data: { code: string } } };
+      expect(body.id).toBe(7);
+      expect(body.error.data.code).toBe(code);
+    }
+  });
+
   test("a malformed tools/call (arguments not an object) is a typed invalid-params error, and the session goes on", async () => {
     const { client, transport } = await connect(url, { "X-EnvScaler-Scenario": "library-1", "X-EnvScaler-Rollout": "malformed" });
     const bad = await client.request({ method: "tools/call", params: { name: "get_book", arguments: [1, 2] } }, CallToolResultSchema).catch((e: unknown) => e);
