@@ -19,6 +19,8 @@ import random
 import sys
 import types
 
+import py_tagged  # beside this script (shared with bfcl_oracle.py)
+
 CLASSES = [
     ("phone_platform.base_api", "phone_platform/base_api.py", "BaseApi"),
     ("phone_platform.message", "phone_platform/message.py", "MessageApi"),
@@ -81,24 +83,8 @@ def load(root):
 
 
 def tagged(v):
-    """Mirrors PyText.tagged in envs/bfcl/py-text.js."""
-    if v is None:
-        return "N"
-    if isinstance(v, bool):
-        return "b:1" if v else "b:0"
-    if isinstance(v, int):
-        return f"i:{v}"
-    if isinstance(v, float):
-        return f"f:{v!r}"
-    if isinstance(v, str):
-        return "s:" + v
-    if isinstance(v, list):
-        return {"l": [tagged(x) for x in v]}
-    if isinstance(v, tuple):
-        return {"t": [tagged(x) for x in v]}
-    if isinstance(v, dict):
-        return {"d": [[tagged(k), tagged(x)] for k, x in v.items()]}
-    return "?:" + repr(v)
+    """Mirrors PyText.tagged in envs/bfcl/py-text.js (the ports share it)."""
+    return py_tagged.tagged(v, fallback="?:")
 
 
 def enc(v):

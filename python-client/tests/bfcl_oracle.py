@@ -21,6 +21,8 @@ import random
 import sys
 import zlib
 
+import py_tagged  # beside this script (shared with acebench_oracle.py)
+
 CATEGORIES = ["base", "miss_func", "miss_param", "long_context"]
 
 
@@ -61,32 +63,19 @@ def to_json(v):
 
 
 def tagged(v):
-    """Mirrors PyText.tagged in envs/bfcl/py-text.js."""
+    """Mirrors PyText.tagged in envs/bfcl/py-text.js, with BFCL's sets and file-system nodes."""
     from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system import Directory, File
 
-    if v is None:
-        return "N"
-    if isinstance(v, bool):
-        return "b:1" if v else "b:0"
-    if isinstance(v, int):
-        return f"i:{v}"
-    if isinstance(v, float):
-        return f"f:{v!r}"
-    if isinstance(v, str):
-        return "s:" + v
-    if isinstance(v, list):
-        return {"l": [tagged(x) for x in v]}
-    if isinstance(v, tuple):
-        return {"t": [tagged(x) for x in v]}
-    if isinstance(v, dict):
-        return {"d": [[tagged(k), tagged(x)] for k, x in v.items()]}
-    if isinstance(v, set):
-        return {"set": sorted(json.dumps(tagged(x), ensure_ascii=False, separators=(",", ":")) for x in v)}
-    if isinstance(v, File):
-        return {"file": v.name, "content": v.content}
-    if isinstance(v, Directory):
-        return {"dir": v.name, "c": tagged(v.contents)}
-    return "o:" + repr(v)
+    def bfcl_values(x):
+        if isinstance(x, set):
+            return {"set": sorted(json.dumps(tagged(y), ensure_ascii=False, separators=(",", ":")) for y in x)}
+        if isinstance(x, File):
+            return {"file": x.name, "content": x.content}
+        if isinstance(x, Directory):
+            return {"dir": x.name, "c": tagged(x.contents)}
+        return None
+
+    return py_tagged.tagged(v, bfcl_values)
 
 
 def public_state(instance) -> dict:
