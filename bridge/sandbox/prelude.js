@@ -38,11 +38,15 @@
   const RangeErrorCtor = RangeError;
   const MathFloor = Math.floor;
   const push = (arr, v) => { arr[arr.length] = v; };
-  const own = (o, k) => ReflectApply(hasOwn, o, [k]);
+  // f(thisArg, ...args) calling the built-in f: bound now to the original Function.prototype.call,
+  // so later patches of call/apply do not reach it, and cheaper than Reflect.apply with an array
+  // per call (these run for every state record an env reads)
+  const uncurry = (f) => ReflectApply(Function.prototype.bind, Function.prototype.call, [f]);
+  const own = uncurry(hasOwn);
   const wmap = () => new WeakMapCtor();
-  const wget = (m, k) => ReflectApply(wmGet, m, [k]);
-  const wset = (m, k, v) => ReflectApply(wmSet, m, [k, v]);
-  const whas = (m, k) => ReflectApply(wmHas, m, [k]);
+  const wget = uncurry(wmGet);
+  const wset = uncurry(wmSet);
+  const whas = uncurry(wmHas);
 
   //// determinism: seeded Math.random, virtual clock, no GC-timing or timing APIs ////
 
@@ -194,8 +198,68 @@
     const text = hostRead("get", coll.name, id);
     if (text === undefined) return undefined;
     const value = parseStateText(text); // python-format envs: see usePythonValues
-    coll.loaded[id] = value;
+    setLoaded(coll, id, value);
     return value;
+  }
+
+  // The record as the env sees it: its tracking proxy (a primitive as is).
+  function view(coll, id, v) { return v !== null && typeof v === "object" ? wrap(v, coll, id) : v; }
+
+  // Every change of a loaded record goes through here, so a populated target (see populate) holds
+  // what a read returns.
+  function setLoaded(coll, id, value) {
+    coll.loaded[id] = value;
+    if (!coll.populated) return;
+    ObjectDefineProperty(coll.target, id, { value: view(coll, id, value), writable: true, enumerable: true, configurable: true });
+    if (own(coll.pending, id)) unpend(coll, id);
+    if (isIndexKey(id)) coll.handler.ownKeys = coll.ownKeys;
+  }
+
+  function unpend(coll, id) {
+    delete coll.pending[id];
+    // every record has been read: the get trap has nothing left to load
+    if (--coll.unloaded === 0) delete coll.handler.get;
+  }
+
+  // A canonical array index ("0", "17"): a plain object lists those first, in numeric order, so a
+  // collection holding one keeps the ownKeys trap that lists the state's own order.
+  function isIndexKey(k) { const n = +k; return n >>> 0 === n && n !== 4294967295 && StringCtor(n) === k; }
+
+  // A collection starts as an empty proxy target whose traps answer every question lazily (a key's
+  // existence, the key list, its descriptor) without loading records. The first time the env
+  // enumerates it or asks for a descriptor, every key goes onto the target and those traps are
+  // removed from the handler, so Object.keys/values/entries, for-in, `in` and hasOwnProperty run
+  // natively from then on: a trap cost about 2 µs a key, more than the env's own work when it scans
+  // a collection. An env that enumerates a collection nearly always reads its records too, so up to
+  // BULK_KEYS records come in one host read and the get trap goes as well; a larger collection gets
+  // an accessor per record not read yet (its records still load one by one, as read), and loses the
+  // get trap once every record has been read. Writes and deletes keep their traps: they are what is
+  // tracked.
+  const BULK_KEYS = 4096;
+  function populate(coll) {
+    if (coll.populated) return;
+    coll.populated = true;
+    const t = coll.target;
+    const keys = baseKeys(coll);
+    const all = keys.length <= BULK_KEYS ? JSONParse(hostRead("all", coll.name, "")) : null;
+    let index = false;
+    for (const k of keys) {
+      if (isIndexKey(k)) index = true;
+      if (!own(coll.loaded, k) && all !== null && own(all, k)) coll.loaded[k] = parseStateText(all[k]);
+      if (own(coll.loaded, k)) {
+        ObjectDefineProperty(t, k, { value: view(coll, k, coll.loaded[k]), writable: true, enumerable: true, configurable: true });
+      } else {
+        coll.pending[k] = true;
+        coll.unloaded++;
+        const p = coll.proxy;
+        ObjectDefineProperty(t, k, { get: () => p[k], set: (v) => { p[k] = v; }, enumerable: true, configurable: true });
+      }
+    }
+    const h = coll.handler;
+    delete h.getOwnPropertyDescriptor;
+    delete h.has;
+    if (!index) delete h.ownKeys;
+    if (coll.unloaded === 0) delete h.get;
   }
 
   function baseKeys(coll) {
@@ -231,17 +295,18 @@
   }
 
   function makeCollection(name) {
-    const coll = { name, loaded: ObjectCreate(null), deleted: ObjectCreate(null), dirty: ObjectCreate(null), hot: ObjectCreate(null), order: null, orderSet: null };
+    const coll = {
+      name, loaded: ObjectCreate(null), deleted: ObjectCreate(null), dirty: ObjectCreate(null), hot: ObjectCreate(null), order: null, orderSet: null,
+      // see populate: whether the target holds every key, and the keys whose record is not read yet
+      populated: false, pending: ObjectCreate(null), unloaded: 0, target: null, handler: null, proxy: null, ownKeys: null,
+    };
     const isKey = (key) => typeof key === "string";
     const target = {};
     const handler = {
       get(t, key, receiver) {
         if (!isKey(key)) return ReflectGet(t, key, receiver);
-        if (exists(coll, key)) {
-          const v = load(coll, key);
-          // every write through the proxy handed out marks the record then, so a read marks nothing
-          return v !== null && typeof v === "object" ? wrap(v, coll, key) : v;
-        }
+        // every write through the proxy handed out marks the record then, so a read marks nothing
+        if (exists(coll, key)) return view(coll, key, load(coll, key));
         return ReflectGet(t, key, receiver); // inherited members such as hasOwnProperty
       },
       set(t, key, value) {
@@ -249,7 +314,7 @@
         if (!isKey(key)) return false;
         const raw = unwrap(value);
         if (!exists(coll, key)) addKey(coll, key);
-        coll.loaded[key] = raw;
+        setLoaded(coll, key, raw);
         delete coll.deleted[key];
         markDirty(coll, key);
         if (raw !== null && typeof raw === "object") coll.hot[key] = true;
@@ -264,14 +329,19 @@
         coll.deleted[key] = true;
         markDirty(coll, key);
         removeKey(coll, key);
+        if (coll.populated) {
+          delete t[key];
+          if (own(coll.pending, key)) unpend(coll, key);
+        }
         return true;
       },
-      ownKeys() { return [...baseKeys(coll)]; },
+      ownKeys() {
+        populate(coll);
+        return [...baseKeys(coll)];
+      },
       getOwnPropertyDescriptor(t, key) {
-        if (!isKey(key) || !exists(coll, key)) return undefined;
-        // An accessor, so Object.keys/entries/spread can enumerate a large collection without
-        // loading every record; the value itself is still read through get().
-        return { get: () => handler.get(t, key, t), set: (v) => { handler.set(t, key, v); }, enumerable: true, configurable: true };
+        populate(coll);
+        return ReflectGetOwnPropertyDescriptor(t, key);
       },
       defineProperty(t, key, desc) {
         if (!own(desc, "value")) fail("accessor properties are not allowed in state");
@@ -281,6 +351,9 @@
       preventExtensions() { return false; },
     };
     coll.proxy = new ProxyCtor(target, handler);
+    coll.target = target;
+    coll.handler = handler;
+    coll.ownKeys = handler.ownKeys;
     wset(toRaw, coll.proxy, target);
     collections[name] = coll;
     return coll;
@@ -351,7 +424,7 @@
   function reportRecord(coll, key, id, records) {
     const json = recordJson(coll, id);
     push(records, [key, id, json]);
-    if (json !== null && own(coll.hot, id)) coll.loaded[id] = copyOf(coll.loaded[id], json);
+    if (json !== null && own(coll.hot, id)) setLoaded(coll, id, copyOf(coll.loaded[id], json));
   }
 
   // Reports every record written since the last report, with its current JSON (null = deleted),

@@ -40,6 +40,8 @@ export class StateBase {
   private hashCache: StateHash | undefined;
   /** Set by fromStateText (python-format envs): what the guest reads. */
   private python: PythonTexts | undefined;
+  /** Per collection, the answer to the guest's "all" read (the base is shared, so it is built once). */
+  private allCache = new Map<string, string>();
 
   private constructor(
     readonly keys: string[],
@@ -174,6 +176,14 @@ export class StateBase {
     if (op === "get") return this.python?.records.get(collection)?.get(id) ?? this.record(collection, id);
     if (op === "keys") return this.idsJson(collection);
     if (op === "has") return this.collections.get(collection)?.records.has(id) ? "1" : "0";
+    if (op === "all") {
+      let text = this.allCache.get(collection);
+      if (text === undefined) {
+        text = allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i));
+        this.allCache.set(collection, text);
+      }
+      return text;
+    }
     return undefined;
   }
 
@@ -230,6 +240,7 @@ export class StateView {
     const changed = this.records.get(collection);
     if (!changed?.size) return this.base.read(op, collection, id);
     if (op === "keys") return JSON.stringify(this.ids(collection));
+    if (op === "all") return allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i));
     const mine = changed.get(id);
     if (mine === undefined) return this.base.read(op, collection, id);
     if (op === "get") return mine ?? undefined;
@@ -270,4 +281,18 @@ function initialTop(base: StateBase): Map<string, string | { collection: true }>
   const top = new Map<string, string | { collection: true }>();
   for (const key of base.keys) top.set(key, base.isCollection(key) ? { collection: true } : (base.value(key) as string));
   return top;
+}
+
+/**
+ * The guest's "all" read: every record of a collection as `{id: record text}`, the texts as "get"
+ * answers them (python-format envs: their own text), so one host call and one parse replace a call
+ * per record when an env enumerates a collection (see populate in bridge/sandbox/prelude.js).
+ */
+function allRecordsJson(ids: readonly string[], text: (id: string) => string | undefined): string {
+  const parts: string[] = [];
+  for (const id of ids) {
+    const t = text(id);
+    if (t !== undefined) parts.push(`${JSON.stringify(id)}:${JSON.stringify(t)}`);
+  }
+  return `{${parts.join(",")}}`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { EnvSession } from "../../bridge/episode/env-session.js";
+import { EnvSession, type CallOutcome } from "../../bridge/episode/env-session.js";
 import { StateBase } from "../../bridge/state/state-base.js";
 import { sameStateUpToNewIds } from "../../bridge/state/same-state-up-to-new-ids.js";
 import { bundleStateBase } from "../../bridge/state/bundle-state.js";
@@ -15,12 +15,13 @@ const SOURCE = `class Big {
   insert({ id }) { const row = { n: 0, hist: [] }; this.rows[id] = row; row.hist.push("created"); return true; }
   drop({ id }) { delete this.rows[id]; return true; }
   count() { return Object.keys(this.rows).length; }
+  sum() { return Object.values(this.rows).reduce((a, r) => a + r.n, 0); }
   replace_all() { this.rows = { only: { n: 1, hist: [] } }; return true; }
 }`;
 
 function bigBundle(rows: number): EnvBundle {
   const state = { rows: Object.fromEntries(Array.from({ length: rows }, (_, i) => [`r${i}`, { n: i, hist: [], pad: "x".repeat(200) }])), meta: { v: 1 } };
-  const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "replace_all"].map((name) => ({
+  const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "sum", "replace_all"].map((name) => ({
     type: "function" as const,
     function: { name, description: name, parameters: { type: "object" as const, properties: {}, additionalProperties: true } },
   }));
@@ -32,7 +33,7 @@ function counting(base: StateBase): { base: StateBase; reads: () => number } {
   let reads = 0;
   const original = base.read.bind(base);
   base.read = (op, c, id) => {
-    if (op === "get") reads++;
+    if (op === "get" || op === "all") reads++;
     return original(op, c, id);
   };
   return { base, reads: () => reads };
@@ -50,6 +51,13 @@ test("a large state is not loaded or copied per episode: only touched records cr
   // listing keys does not load records either
   expect(s.call("count", {})).toMatchObject({ json: "20000" });
   expect(reads()).toBe(2);
+  // a scan reads each record once, however often it runs; writes after it are still tracked
+  const sum = (20_000 * 19_999) / 2 + 1;
+  expect(s.call("sum", {})).toMatchObject({ json: String(sum) });
+  expect(reads()).toBe(20_000);
+  expect(s.call("sum", {})).toMatchObject({ json: String(sum) });
+  expect(s.call("bump", { id: "r7" }).diff).toContainEqual({ op: "replace", path: "/rows/r7/n", value: 8, old: 7 });
+  expect(reads()).toBe(20_000);
   s.dispose();
 });
 
@@ -93,6 +101,95 @@ test("replacing a whole collection is tracked, and equal end states compare equa
   expect(sameState(b.tracker.view, c.tracker.view)).toBe(false);
   b.dispose();
   c.dispose();
+});
+
+// Once enumerated, a collection answers keys, `in` and descriptors natively (the prelude's populate):
+// everything an env can observe or change must be what it was through the lazy traps.
+const SCAN_SOURCE = `class Scan {
+  probe({ key }) {
+    const d = Object.getOwnPropertyDescriptor(this.rows, key);
+    return { in: key in this.rows, own: Object.prototype.hasOwnProperty.call(this.rows, key), desc: d === undefined ? null : Object.keys(d).sort(), enumerable: d ? d.enumerable : null };
+  }
+  keys() { return Object.keys(this.rows); }
+  entries() { return Object.entries(this.rows).map(([k, r]) => k + "=" + r.n); }
+  forin() { const out = []; for (const k in this.rows) out.push(k); return out; }
+  text() { return JSON.stringify(this.rows); }
+  bump_all() { for (const r of Object.values(this.rows)) r.n += 1; return true; }
+  via_descriptor({ key }) { const d = Object.getOwnPropertyDescriptor(this.rows, key); (d.value ?? d.get()).n = 99; return true; }
+  spread() { return Object.keys({ ...this.rows }).length; }
+  insert({ key }) { this.rows[key] = { n: 0 }; this.rows[key].n = 7; return true; }
+  drop({ key }) { return delete this.rows[key]; }
+  define({ key }) { Object.defineProperty(this.rows, key, { value: { n: 5 }, writable: true, enumerable: true, configurable: true }); return true; }
+}`;
+
+// "10" and "2" are array-index keys, listed first: keys added later must still come after them
+function scanBundle(rows: Record<string, { n: number }> = { b: { n: 1 }, "10": { n: 2 }, a: { n: 3 }, "2": { n: 4 } }): EnvBundle {
+  const state = { rows };
+  const names = ["probe", "keys", "entries", "forin", "text", "bump_all", "via_descriptor", "spread", "insert", "drop", "define"];
+  const tools = names.map((name) => ({ type: "function" as const, function: { name, description: name, parameters: { type: "object" as const, properties: {}, additionalProperties: true } } }));
+  const manifest = EnvManifest.parse({ format: "envscaler.env/v1", id: "scan-v1", name: "scan", introduction: "scan", class_name: "Scan", tools, default_state: state });
+  return new EnvBundle("/virtual/scan", manifest, SCAN_SOURCE, state, new Map(), "scan-hash"); // images are cached by hash: same source, same image
+}
+
+describe("an enumerated collection behaves as a lazy one", () => {
+  const json = (out: CallOutcome) => {
+    if (out.kind !== "result") throw new Error(`the tool failed: ${JSON.stringify(out)}`);
+    return JSON.parse(out.json);
+  };
+
+  test("keys in the state's own order, membership and descriptors, before and after enumeration", async () => {
+    const bundle = scanBundle();
+    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    // a record's descriptor holds what a read returns (a collection this small comes in at once); an
+    // absent key has none
+    expect(json(s.call("probe", { key: "a" }))).toEqual({ in: true, own: true, desc: ["configurable", "enumerable", "value", "writable"], enumerable: true });
+    expect(json(s.call("probe", { key: "zz" }))).toEqual({ in: false, own: false, desc: null, enumerable: null });
+    expect(json(s.call("probe", { key: "toString" }))).toEqual({ in: true, own: false, desc: null, enumerable: null });
+    expect(json(s.call("keys", {}))).toEqual(["2", "10", "b", "a"]);
+    expect(json(s.call("forin", {}))).toEqual(["2", "10", "b", "a"]);
+    expect(json(s.call("entries", {}))).toEqual(["2=4", "10=2", "b=1", "a=3"]);
+    s.call("insert", { key: "c" });
+    s.call("insert", { key: "7" });
+    expect(s.call("drop", { key: "10" })).toMatchObject({ json: "true" });
+    expect(json(s.call("probe", { key: "10" }))).toEqual({ in: false, own: false, desc: null, enumerable: null });
+    s.call("insert", { key: "10" });
+    // new keys, array-index ones too, come last, in the order they were added (as the lazy traps listed them)
+    expect(json(s.call("keys", {}))).toEqual(["2", "b", "a", "c", "7", "10"]);
+    expect(json(s.call("spread", {}))).toBe(6);
+    expect(JSON.parse(json(s.call("text", {})))).toEqual({ b: { n: 1 }, a: { n: 3 }, "2": { n: 4 }, c: { n: 7 }, "7": { n: 7 }, "10": { n: 7 } });
+    s.dispose();
+  });
+
+  test("a collection without array-index keys keeps its order when one is added after enumeration", async () => {
+    const bundle = scanBundle({ b: { n: 1 }, a: { n: 2 } });
+    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    expect(json(s.call("keys", {}))).toEqual(["b", "a"]);
+    s.call("insert", { key: "5" });
+    s.call("insert", { key: "c" });
+    expect(json(s.call("keys", {}))).toEqual(["b", "a", "5", "c"]);
+    s.call("drop", { key: "a" });
+    expect(json(s.call("forin", {}))).toEqual(["b", "5", "c"]);
+    expect(JSON.parse(s.stateJson()).rows).toEqual({ b: { n: 1 }, 5: { n: 7 }, c: { n: 7 } });
+    s.dispose();
+  });
+
+  test("writes through values, entries and descriptors of an enumerated collection are tracked", async () => {
+    const bundle = scanBundle();
+    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    s.call("keys", {}); // enumerated, nothing read
+    // a write through an unread record's accessor descriptor
+    expect(s.call("via_descriptor", { key: "b" }).diff).toEqual([{ op: "replace", path: "/rows/b/n", value: 99, old: 1 }]);
+    // and through a read record's data descriptor
+    expect(s.call("via_descriptor", { key: "b" }).diff).toEqual([]);
+    const bump = s.call("bump_all", {});
+    expect(bump.diff).toEqual(expect.arrayContaining([{ op: "replace", path: "/rows/a/n", value: 4, old: 3 }, { op: "replace", path: "/rows/2/n", value: 5, old: 4 }]));
+    expect(bump.diff).toHaveLength(4);
+    const def = s.call("define", { key: "d" });
+    expect(def.diff).toEqual([{ op: "add", path: "/rows/d", value: { n: 5 } }]);
+    expect(json(s.call("entries", {}))).toEqual(["2=5", "10=3", "b=100", "a=4", "d=5"]);
+    expect(s.stateHash()).toBe(StateBase.fromState(JSON.parse(s.stateJson())).hash().hex());
+    s.dispose();
+  });
 });
 
 test("state overrides work per record and share untouched records", () => {
