@@ -109,7 +109,12 @@ async function handle(req: EngineRequest): Promise<{ value: unknown; user_replie
     hosted.set(req.episode, h);
     try {
       const first = await episode.reset();
-      if (!restoring) return { value: first, user_replies: newReplies(h) };
+      if (!restoring) {
+        // the env's introduction, rules and opening tools are the runtime's to add (it has the same
+        // registry): ~8 KB of objects a reset need not clone across the thread boundary
+        const { introduction: _i, rules: _r, tools: _t, ...info } = first.info;
+        return { value: { observation: first.observation, info }, user_replies: newReplies(h) };
+      }
       let last: StepResult | undefined;
       for (const action of inputs!.actions) last = await episode.step(action);
       h.repliesSent = episode.inputs.user_replies.length;

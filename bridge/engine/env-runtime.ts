@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import { EnvRegistry } from "../../envs/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
+import { openingTools } from "../episode/opening-tools.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
@@ -399,7 +400,15 @@ export class EnvRuntime {
     engine.episodes.add(rec);
     this.episodes.set(episodeId, rec);
     try {
-      const value = (await this.request(rec, { op: "reset", episode: episodeId, scenario_id: scenarioId, seed: s, user: this.options.user ?? null })) as ResetResult;
+      const lean = (await this.request(rec, { op: "reset", episode: episodeId, scenario_id: scenarioId, seed: s, user: this.options.user ?? null })) as { observation: Observation; info: Omit<ResetInfo, "introduction" | "rules" | "tools"> };
+      // the worker leaves out what the manifest says (see engine-worker): put it back in its place
+      const { episode_id, env_id, scenario_id, mode, seed: episodeSeed, ...rest } = lean.info;
+      const { manifest } = found.bundle;
+      const value: ResetResult = {
+        episode_id: episodeId,
+        observation: lean.observation,
+        info: { episode_id, env_id, scenario_id, mode, seed: episodeSeed, introduction: manifest.introduction, rules: manifest.rules, tools: openingTools(found.bundle, found.scenario), ...rest },
+      };
       rec.stateHash = value.info.state_hash;
       const i = value.info;
       rec.opening = { observation: value.observation, introduction: i.introduction, rules: i.rules, tools: i.tools, env_hash: i.env_hash, scenario_hash: i.scenario_hash };

@@ -10,6 +10,7 @@ import type { StateView } from "../state/state-base.js";
 import { parseAction, type ParsedCall } from "./action-parser.js";
 import { runChecks, type ActionRecord, type CheckResult } from "./checker.js";
 import { EnvLoadError, EnvSession, limitsFor, seedWords, type EnvSnapshot } from "./env-session.js";
+import { openingTools } from "./opening-tools.js";
 import { ToolValidator } from "./tool-validator.js";
 import { STOP_MARKER, UserSimulatorError, type UserSimulator } from "./user-simulator.js";
 
@@ -195,8 +196,7 @@ export class Episode {
     this.validator = ToolValidator.for(options.bundle.manifest.tools);
     this.maxSteps = options.scenario.max_steps ?? options.bundle.manifest.max_steps;
     this.inputs = { env_id: options.bundle.id, scenario_id: options.scenario.id, seed: options.seed, actions: [], user_replies: [] };
-    const held = new Set((options.scenario.user_turns ?? []).flatMap((t) => t.add_tools ?? []));
-    this.visibleTools = options.bundle.manifest.tools.filter((t) => !held.has(t.function.name));
+    this.visibleTools = openingTools(options.bundle, options.scenario);
   }
 
   private get multiTurn(): boolean {
