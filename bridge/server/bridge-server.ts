@@ -335,7 +335,10 @@ export class BridgeServer {
       if (s.episodeId) {
         const old = s.episodeId;
         s.episodeId = null;
-        await this.runtime.closeEpisode(old);
+        // not awaited: the close and the new reset reach the engine in one message, in that order,
+        // so a reset in place costs one thread hop, not two. The old episode is already forgotten
+        // here; a close that fails (its worker gone) leaves nothing the new episode depends on.
+        this.runtime.closeEpisode(old).catch((e: unknown) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
       }
       return this.startEpisode(s, scenarioId, seed);
     });
