@@ -42,8 +42,13 @@ export class EnvBundle {
     return this.scenarios.get(id);
   }
 
+  private readonly scenarioHashes = new Map<string, string>();
+
+  /** SHA-256 of a scenario's definition; every reset reports it, so it is computed once. */
   scenarioHash(scenarioId: string): string {
-    return sha256(JSON.stringify(this.scenarios.get(scenarioId)));
+    let h = this.scenarioHashes.get(scenarioId);
+    if (h === undefined) this.scenarioHashes.set(scenarioId, (h = sha256(JSON.stringify(this.scenarios.get(scenarioId)))));
+    return h;
   }
 }
 
