@@ -74,7 +74,8 @@ async function fork(req: Extract<EngineRequest, { op: "fork" }>): Promise<{ valu
   const o = episodeOptions(req.episode, snap.scenarioId);
   const episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(snap.seed) }, snap);
   hosted.set(req.episode, { episode, repliesSent: episode.inputs.user_replies.length });
-  return { value: { step: snap.steps, state_hash: snap.stateHash, done: false } };
+  // the tools the fork shows are its source's at that point (a multi-turn task may have added some)
+  return { value: { step: snap.steps, state_hash: snap.stateHash, done: false, tool_names: snap.progress.visibleTools.map((t) => t.function.name) } };
 }
 
 function makeEpisode(episodeId: string, scenarioId: string, seed: number, user: UserSimulatorConfig | null, prefill: string[] = []): Episode {

@@ -3,6 +3,7 @@ import { Worker } from "node:worker_threads";
 import { EnvRegistry } from "../../envs/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
 import { openingTools } from "../episode/opening-tools.js";
+import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
@@ -66,6 +67,8 @@ export interface ForkResult {
   env_id: string;
   scenario_id: string;
   seed: number;
+  /** The tools the episode shows now: its source's at the fork (multi-turn tasks add tools as turns go). */
+  tools: ToolSchema[];
   forked_from: { episode_id?: string; snapshot_id?: string; step: number };
 }
 
@@ -540,14 +543,16 @@ export class EnvRuntime {
     engine.episodes.add(rec);
     this.episodes.set(episodeId, rec);
     try {
-      const value = (await this.request(rec, body)) as { step: number; state_hash: string };
+      const value = (await this.request(rec, body)) as { step: number; state_hash: string; tool_names: string[] };
       rec.stateHash = value.state_hash;
       from.step = value.step;
+      const manifestTools = this.registry.scenario(inputs.scenario_id)?.bundle.manifest.tools ?? [];
+      const tools = value.tool_names.map((n) => manifestTools.find((t) => t.function.name === n)).filter((t) => t !== undefined);
       this.record({
         t: "episode_start", episode_id: episodeId, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, state_hash: value.state_hash,
         ...opening, forked_from: from, prefix_actions: inputs.actions, user_replies: inputs.user_replies, time: new Date().toISOString(),
       });
-      return { episode_id: episodeId, step: value.step, state_hash: value.state_hash, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, forked_from: from };
+      return { episode_id: episodeId, step: value.step, state_hash: value.state_hash, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, tools, forked_from: from };
     } catch (e) {
       this.forget(rec);
       throw e;

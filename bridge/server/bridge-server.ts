@@ -361,7 +361,7 @@ export class BridgeServer {
     const found = this.runtime.registry.scenario(r.scenario_id);
     return {
       episode_id: r.episode_id, env_id: r.env_id, scenario_id: r.scenario_id, seed: r.seed, step: r.step, state_hash: r.state_hash,
-      mode: found?.scenario.mode, tools: found?.bundle.manifest.tools ?? [], forked_from: { ...from, step: r.forked_from.step },
+      mode: found?.scenario.mode, tools: r.tools, forked_from: { ...from, step: r.forked_from.step },
     };
   }
 

@@ -131,11 +131,16 @@ describe.skipIf(!HAVE_BFCL)(`BFCL v3 multi-turn against the original classes (${
     const r = await runtime.reset(task.id, 0);
     const names = (r.info.tools as { function: { name: string } }[]).map((t) => t.function.name);
     expect(held.every((h) => !names.includes(h))).toBe(true);
+    // a fork shows the tools its source shows at that point: before the turn, not the held-out ones
+    const early = await runtime.fork({ episode_id: r.info.episode_id });
+    expect(early.tools.map((t) => t.function.name)).toEqual(names);
     let s: Step | undefined;
     for (let i = 0; i <= k; i++) s = (await runtime.step(r.info.episode_id, "next")) as unknown as Step;
     expect(s!.observation).toMatchObject({ role: "user", content: BFCL_HOLDOUT_MESSAGE });
     expect(held.every((h) => s!.info.tools!.some((t) => t.function.name === h))).toBe(true);
-    await runtime.closeEpisode(r.info.episode_id);
+    const late = await runtime.fork({ episode_id: r.info.episode_id });
+    expect(late.tools.map((t) => t.function.name)).toEqual(s!.info.tools!.map((t) => t.function.name));
+    for (const id of [r.info.episode_id, early.episode_id, late.episode_id]) await runtime.closeEpisode(id);
   }, 120_000);
 
   test("arguments sent as JSON text keep Python's int/float distinction (json.loads reads 1.0 as a float)", async () => {
