@@ -4,16 +4,43 @@ import { McpHttpError } from "./mcp-error.js";
 /** Reads a request body up to `max` bytes; a larger one is refused before it is parsed. */
 export async function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? NaN);
-  const tooLarge = () => new McpHttpError("payload_too_large", `the request body is over ${max} bytes (--max-body-bytes)`);
-  if (declared > max) throw tooLarge();
+  const tooLarge = async () => {
+    await discardRest(req, max);
+    return new McpHttpError("payload_too_large", `the request body is over ${max} bytes (--max-body-bytes)`);
+  };
+  if (declared > max) throw await tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > max) throw tooLarge();
+    if (size > max) throw await tooLarge();
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
+}
+
+/**
+ * Reads and drops the rest of a refused body before the 413 goes out, so a client that sends the
+ * whole body before reading (Python's urllib, requests) gets the answer instead of a broken pipe.
+ * A body declared or found over 4x the limit is not read on: the connection is cut there, so a
+ * refused body costs reading, never memory, and not without end.
+ */
+function discardRest(req: IncomingMessage, max: number): Promise<void> {
+  const cap = 4 * max;
+  if (Number(req.headers["content-length"] ?? NaN) > cap) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    let dropped = 0;
+    req.on("data", (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > cap) {
+        req.socket.destroy();
+        resolve();
+      }
+    });
+    req.once("end", () => resolve());
+    req.once("close", () => resolve());
+    req.resume();
+  });
 }
 
 /** Parses a JSON body; bad JSON is `bad_request`. An empty body is `undefined`. */

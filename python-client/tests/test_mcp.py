@@ -325,6 +325,10 @@ def test_unknown_scenario_header_and_bad_requests_are_typed(server: McpServer) -
     assert status == 403 and body["error"]["data"]["code"] == "forbidden_host"
     status, body = post({"Mcp-Session-Id": "never-issued"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     assert status == 404 and body["error"]["data"]["code"] == "unknown_session"
+    # a body over the limit (4 MiB) is read and dropped, so urllib, which sends it all before
+    # reading, gets the 413 rather than a broken pipe
+    status, body = post({"X-EnvScaler-Scenario": "library-1"}, {**init, "pad": "x" * (5 << 20)})
+    assert status == 413 and body["error"]["data"]["code"] == "payload_too_large", body
     # the control routes want their own token
     assert server.control("GET", "/stats", token=None)[0] == 401
     assert server.control("GET", "/stats", token="wrong")[1]["error"]["code"] == "unauthorized"
