@@ -34,6 +34,14 @@ export const EnvManifest = z
     default_state_file: z.string().optional(),
     terminating_tools: z.array(z.string()).default([]),
     /**
+     * The env method that answers a call to a name `tools` does not list (a benchmark whose
+     * executor runs any public method of its classes, listed or not: ACEBench). It receives
+     * `{name, arguments}`; the agent still sees only `tools`. Without it such a call is refused
+     * as `unknown_tool` (docs/env-format.md, "Calls to unlisted names").
+     */
+    // optional rather than defaulted, so that the content hash of a bundle without it is unchanged
+    unlisted_call_method: z.string().regex(IDENT_RE).optional(),
+    /**
      * How a tool's result becomes the text the agent reads. `json`: JSON.stringify of the result.
      * `python`: a string result is the text itself; anything else is exactly Python's json.dumps
      * with default arguments, with dict insertion order and integral floats (46.0) kept from the

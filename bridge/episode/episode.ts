@@ -165,6 +165,12 @@ function nonFinite(v: unknown, path: string): string | null {
   return null;
 }
 
+/**
+ * The names a call to an unlisted name may have to be handed to the env's unlisted_call_method
+ * (Python identifiers in ASCII, as long as a tool name may be); any other is `unknown_tool`.
+ */
+const UNLISTED_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
 function errorContent(type: string, message: string): string {
   return JSON.stringify({ error: { type, message } });
 }
@@ -251,6 +257,11 @@ export class Episode {
     if (missing.length) {
       this.close();
       throw new EnvLoadError(`the env class has no method for tools: ${missing.join(", ")}`);
+    }
+    const unlisted = bundle.manifest.unlisted_call_method;
+    if (unlisted && !this.session.methods.includes(unlisted)) {
+      this.close();
+      throw new EnvLoadError(`the env class has no method ${unlisted} (the manifest's unlisted_call_method)`);
     }
     let content = scenario.task;
     if (scenario.mode === "conversation" && this.options.user) {
@@ -435,13 +446,22 @@ export class Episode {
     if (call.argumentsError) return reject("invalid_arguments", call.argumentsError);
     const bad = nonFinite(call.arguments, "");
     if (bad) return reject("invalid_arguments", `${call.name}: argument ${bad} is not a finite number (NaN and Infinity are not JSON)`);
-    if (!this.validator.has(call.name)) return reject("unknown_tool", `unknown tool '${call.name}'; the tools are: ${this.validator.names.join(", ")}`);
-    // python-format envs check arguments themselves, as their originals do (Python's own TypeErrors)
-    const problem = this.pythonText ? undefined : this.validator.check(call.name, call.arguments);
-    if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);
     // python-format envs read numbers as json.loads does (30.0 is a float) when the arguments came as text
     const args = this.pythonText && call.pyArguments ? call.pyArguments : call.arguments;
-    const out = session.call(call.name, args); // a SandboxFault propagates: it ends the episode
+    let out;
+    if (this.validator.has(call.name)) {
+      // python-format envs check arguments themselves, as their originals do (Python's own TypeErrors)
+      const problem = this.pythonText ? undefined : this.validator.check(call.name, call.arguments);
+      if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);
+      out = session.call(call.name, args); // a SandboxFault propagates: it ends the episode
+    } else {
+      const unlisted = this.options.bundle.manifest.unlisted_call_method;
+      const tools = `the tools are: ${this.validator.names.join(", ")}`;
+      if (!unlisted) return reject("unknown_tool", `unknown tool '${call.name}'; ${tools}`);
+      if (!UNLISTED_NAME_RE.test(call.name)) return reject("unknown_tool", `unknown tool '${call.name}': a name the tool list does not have must be an identifier of at most 64 characters (letters, digits, _) to reach the env; ${tools}`);
+      // the env answers it as its original's executor would (ACEBench runs any public method of its classes)
+      out = session.call(unlisted, { name: call.name, arguments: args });
+    }
     info.diff.push(...out.diff);
     if (out.kind === "error") return reject("tool_exception", `${call.name} raised ${out.error.name}: ${out.error.message}`);
     record.result = JSON.parse(out.json);

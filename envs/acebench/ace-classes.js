@@ -454,7 +454,8 @@ const AceClasses = (function () {
       return `Less than 24 hours before departure. A cancellation fee of ${S(fee)} yuan has been deducted, and ${S(refund)} yuan has been refunded.`;
     }
     process_refund(user, amount) {
-      si(user, "cash_balance", P.add(gi(user, "cash_balance"), amount));
+      // `user["cash_balance"] += amount`: a TypeError names the augmented operator
+      si(user, "cash_balance", P.add(gi(user, "cash_balance"), amount, "+="));
       // the original prints a line naming the user (its f-string reads user['user_name'])
       gi(user, "user_name");
       return null;

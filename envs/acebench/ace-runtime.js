@@ -200,5 +200,8 @@ const AceRuntime = (function () {
     return score(milestones);
   }
 
-  return { SAVED_CLASS, instances, methodsOf, execute, callText, finalState, endToEnd, agentChecker, processAccuracy, jsonRound: AceValues.jsonRound };
+  /** Python's keywords that are no expression (`True`, `None`, `False` parse as constants, so a call to them reaches the executor). */
+  const PY_SYNTAX_KEYWORDS = ["and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"];
+
+  return { SAVED_CLASS, PY_SYNTAX_KEYWORDS, instances, methodsOf, execute, callText, finalState, endToEnd, agentChecker, processAccuracy, jsonRound: AceValues.jsonRound };
 })();

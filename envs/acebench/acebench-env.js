@@ -46,6 +46,18 @@ class AceBenchEnv {
     this._refresh();
     return r.out;
   }
+
+  /**
+   * A call to a name the task's docs do not list (the manifest's unlisted_call_method): the
+   * original's executor looks any name up among the public methods of the involved instances, so
+   * this runs exactly like a listed one (a public method runs; a private, unknown or non-method name
+   * gives the executor's UnboundLocalError text). A name that is a Python keyword the original's
+   * decoder cannot parse (`class(...)`) never reaches its executor: an error, and nothing recorded.
+   */
+  _unlisted_call(call) {
+    if (AceRuntime.PY_SYNTAX_KEYWORDS.includes(call.name)) throw new Error(`'${call.name}' is a Python keyword: ACEBench's decoder cannot read a call to it (its message would fail to parse), so nothing ran`);
+    return this._call(call.name, call.arguments);
+  }
 }
 
 // every public method of every ported class is a tool method (ACEBench dispatches on the bare name)

@@ -239,6 +239,8 @@ export function importAcebench(from: string, out: string, categories: readonly A
         class_name: "AceBenchEnv",
         source_file: "env.js",
         tools: docs.map(toOpenAiTool),
+        // the agent sees the task's docs, but ACEBench's executor runs any public method of the involved classes
+        unlisted_call_method: "_unlisted_call",
         observation_format: "python",
         max_steps: ACEBENCH_MAX_AGENT_STEPS,
         default_state: {},

@@ -38,6 +38,22 @@ class BfclEnv {
     return out;
   }
 
+  /**
+   * A call to a name the task's tools do not list (the manifest's unlisted_call_method): bfcl-eval's
+   * executor evaluates any call, so a method of a class the task does not involve, a private one or
+   * a name nothing has gives its NameError text (and counts as a model call), and its safety list
+   * answers as there. A name Python itself resolves there (a builtin such as `print`, a global of
+   * the executor's module) or a keyword its eval cannot parse would run Python, which is not
+   * ported: an error, and nothing recorded.
+   */
+  _unlisted_call(call) {
+    const name = call.name;
+    if (!BfclScorer.BLOCKED.includes(name) && (BFCL_PY_GLOBALS.includes(name) || BFCL_PY_KEYWORDS.includes(name))) {
+      throw new Error(`'${name}' is ${BFCL_PY_KEYWORDS.includes(name) ? "a Python keyword" : "a name Python resolves in bfcl-eval's executor (a builtin or a global of its module)"}: what the original would do with it is not ported, so nothing ran`);
+    }
+    return this._call(name, call.arguments);
+  }
+
   /** The episode calls this when a user turn ends: the turn's ground truth runs and is checked. */
   _bfcl_end_turn() {
     const v = this._scorer.endTurn();

@@ -47,11 +47,15 @@ class BfclScorer {
     return kw;
   }
 
+  /** Names bfcl-eval's executor will not evaluate (its own safety list). */
+  static BLOCKED = ["kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"];
+
   /** Runs a call the way bfcl-eval's executor does and returns the observation text. */
   static run(set, name, kwargs) {
-    const inst = set.instances[set.owner[name]];
+    // the original refuses these names before it evaluates the call, whether a class has them or not
+    if (BfclScorer.BLOCKED.includes(name)) return `Error during execution: Function call ${name} is not allowed.`;
+    const inst = Object.prototype.hasOwnProperty.call(set.owner, name) ? set.instances[set.owner[name]] : undefined;
     if (!inst) return `Error during execution: name '${name}' is not defined`;
-    if (["kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"].includes(name)) return `Error during execution: Function call ${name} is not allowed.`;
     return BfclRuntime.execute(inst, name, kwargs);
   }
 

@@ -236,14 +236,14 @@ const PyText = (function () {
   function numCheck(op, a, b) {
     if (!isNum(a) || !isNum(b)) throw TypeError_(`unsupported operand type(s) for ${op}: '${typeName(a)}' and '${typeName(b)}'`);
   }
-  /** Binary arithmetic with Python's int/float promotion. */
-  function add(a, b) {
+  /** Binary arithmetic with Python's int/float promotion (`op`: `+=` for an augmented assignment on a number, whose TypeError names it). */
+  function add(a, b, op = "+") {
     if (typeof a === "string" && typeof b === "string") return a + b;
     if (Array.isArray(a) && Array.isArray(b)) return [...a, ...b];
     if (typeof a === "string" || typeof b === "string") {
       if (typeof a === "string") throw TypeError_(`can only concatenate str (not "${typeName(b)}") to str`);
     }
-    numCheck("+", a, b);
+    numCheck(op, a, b);
     if (isFloat(a) || isFloat(b)) return toF(a) + toF(b);
     return toI(a) + toI(b);
   }

@@ -52,7 +52,7 @@ const setOrderFree = (s) => s.replace(/\{('[^']*'(?:, '[^']*')*)\}/g, (_, items)
 
 /** Replays one call sequence (golden turns) through the ports; returns the mismatches. */
 export function replayTask(task, ports, stats, turns = task.turns, label = task.id) {
-  const { PyText, BfclRuntime, classes } = ports;
+  const { PyText, classes } = ports;
   const problems = [];
   const instances = {};
   const owner = {};
@@ -66,12 +66,14 @@ export function replayTask(task, ports, stats, turns = task.turns, label = task.
   }
   for (const [ti, turn] of turns.entries()) {
     for (const [ci, call] of turn.calls.entries()) {
-      if (!owner[call.name]) {
+      // a class not ported yet: its calls are counted as skipped
+      const unported = task.involved_classes.some((c) => !classes[c]);
+      if (unported) {
         stats.skippedCalls++;
         continue;
       }
-      const inst = instances[owner[call.name]];
-      const out = inst ? BfclRuntime.execute(inst, call.name, PyText.fromJson(call.args)) : `Error during execution: name '${call.name}' is not defined`;
+      // as the executor runs it: names no involved class has (its NameError), its safety list
+      const out = ports.BfclScorer.run({ instances, owner }, call.name, PyText.fromJson(call.args));
       stats.calls++;
       if (out === call.out || (out.includes("Must be one of {") && setOrderFree(out) === setOrderFree(call.out))) stats.callsMatched++;
       else problems.push(`${label} turn ${ti} call ${ci} ${call.name}(${JSON.stringify(call.args).slice(0, 200)}):\n   want ${JSON.stringify(call.out).slice(0, 600)}\n   got  ${JSON.stringify(out).slice(0, 600)}`);

@@ -98,6 +98,25 @@ def enc(v):
     return v
 
 
+def view_json(v):
+    """A value as the port's tracked state shows it (PyText.toJson in envs/bfcl/py-text.js), to compare states through the bridge."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return v if abs(v) <= 2**53 - 1 else {"$int": str(v)}
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            return {"$float": {"inf": "Infinity", "-inf": "-Infinity"}.get(str(v), "NaN")}
+        return {"$float": v} if v == int(v) else v
+    if isinstance(v, (list, tuple)):
+        return [view_json(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return {"$set": [view_json(x) for x in v]}
+    if isinstance(v, dict):
+        return {k if isinstance(k, str) else repr(k): view_json(x) for k, x in v.items()}
+    return str(v)
+
+
 SAVED_CLASS = {"BaseApi": ["wifi", "logged_in"], "MessageApi": ["inbox"], "ReminderApi": ["reminder_list"], "FoodPlatform": ["users", "logged_in_users", "orders"], "Travel": ["users", "reservations"]}
 
 
@@ -127,7 +146,9 @@ class Run:
         if isinstance(inst, dict) and inst not in self.result_instance_list:
             self.result_instance_list.append(inst)
         state = {c: {"d": sorted([["s:" + k, tagged(x)] for k, x in vars(i).items()], key=lambda p: p[0])} for c, i in self.instances().items() if i is not None}
-        self.calls.append({"name": name, "args": enc(kwargs), "out": out, "text": f"[{text}]", "state": state})
+        # the saved attributes as the env's tracked state shows them (what the bridge serves)
+        view = {c: {k: view_json(getattr(i, k)) for k in SAVED_CLASS[c] if hasattr(i, k)} for c, i in self.instances().items() if i is not None}
+        self.calls.append({"name": name, "args": enc(kwargs), "out": out, "text": f"[{text}]", "state": state, "view": view})
 
     def result(self):
         out = []
@@ -270,6 +291,121 @@ def fuzz_calls(rng, entry, n, undocumented=True):
     return out
 
 
+# Calls to names the task's docs do not list, which ACEBench's executor still looks up on the
+# involved instances: every public method of the five classes (documented for other tasks, or
+# never: view_all_reminders, process_refund, ...), with fitting, missing, extra and mistyped
+# arguments; names no class has; private methods; attributes that are no methods; and names the
+# JavaScript port itself has (its env's helpers, Object.prototype's), which must not leak.
+UNLISTED_VALUES = {
+    "add_baggage": [1, 2.5],
+    "amount": [2, -3, 10.5],
+    "baggage_count": [1, 5, 1.0],
+    "cabin": ["Economy Class", "Business Class"],
+    "cabin_class": ["Economy Class", "Business Class", "x"],
+    "description": ["d"],
+    "destination": ["Beijing", "Nowhere"],
+    "destination_city": ["Shenzhen"],
+    "flight": [{"flight_no": "CA1234", "prices": {"Economy Class": 1000, "Business Class": 3000.0}}, {"flight_no": "X"}],
+    "flight_no": ["CA1234", "XX0000"],
+    "items": [[{"product": "Fresh Gift Pack", "quantity": 1}], []],
+    "keyword": ["TEA", "pizza", "zzz"],
+    "membership_level": ["gold", "silver", "regular"],
+    "merchant_name": ["Heytea", "Hema Fresh", "Nowhere"],
+    "message": ["hello"],
+    "message_id": [1, 3, 99],
+    "new_cabin": ["Business Class", "First Class"],
+    "new_flight_no": ["CZ4321"],
+    "new_payment_method": ["cash"],
+    "old_cabin": ["Economy Class"],
+    "origin": ["Beijing"],
+    "origin_city": ["Beijing"],
+    "password": ["password123", "wrong"],
+    "payment_method": ["cash", "bank", "x"],
+    "reason": ["change of plans"],
+    "receiver_name": ["Frank", "Nobody"],
+    "reminder_id": [1, 2, 9],
+    "reservation_id": ["res_1", "res_9"],
+    "sender_name": ["Eve", "Grace"],
+    "time": ["2024-07-15 09:30"],
+    "title": ["To-do list", "nothing"],
+    "transfer_city": ["Nanjing"],
+    "user": [{"user_name": "Eve", "cash_balance": 1.0, "bank_balance": 5}, {"cash_balance": 5.0}],
+    "user_id": ["user1", "user9"],
+    "user_name": ["Eve", "Grace", "Nobody"],
+    "username": ["Eve", "Jack"],
+}
+UNLISTED_UNKNOWN = [
+    ("no_such_tool", {}),
+    ("search_reminders", {"keyword": "x"}),
+    ("Turn_On_Wifi", {}),
+    ("_check_capacity", {}),
+    ("_load_scenario", {"scenario": {}}),
+    ("__init__", {}),
+    ("__class__", {}),
+    ("wifi", {}),
+    ("inbox", {}),
+    ("reminder_list", {"x": 1}),
+    # the port's own names: its env's helpers and what every JavaScript object has
+    ("_call", {"name": "turn_on_wifi", "args": {}}),
+    ("_unlisted_call", {"name": "turn_on_wifi", "arguments": {}}),
+    ("_refresh", {}),
+    ("state", {}),
+    ("acebench", {}),
+    ("constructor", {}),
+    ("toString", {}),
+    ("hasOwnProperty", {"v": "wifi"}),
+    ("__proto__", {}),
+    ("valueOf", {}),
+]
+
+
+def public_methods():
+    """Every public method of the five original classes, with its parameters (name, required)."""
+    import inspect
+
+    out = {}
+    for mod, _, cls in CLASSES:
+        c = getattr(sys.modules[f"model_inference.multi_step.scenariosen.{mod}"], cls)
+        for name, f in inspect.getmembers(c, inspect.isfunction):
+            if not name.startswith("_"):
+                out[name] = [(p.name, p.default is inspect.Parameter.empty) for p in list(inspect.signature(f).parameters.values())[1:]]
+    return out
+
+
+def unlisted_calls(rng, entry, methods):
+    """One call per public method the task's docs do not list (fitting, missing, extra or mistyped arguments), and the names above."""
+    docs = {f["name"] for f in entry["function"]}
+    out = []
+    for name, params in sorted(methods.items()):
+        if name in docs:
+            continue
+        kwargs = {p: rng.choice(UNLISTED_VALUES[p]) for p, required in params if required or rng.random() < 0.5}
+        kind = rng.choice(["fit", "fit", "missing", "extra", "type"])
+        if kind == "missing" and kwargs:
+            kwargs.pop(rng.choice(list(kwargs)))
+        elif kind == "extra":
+            kwargs["unexpected"] = 1
+        elif kind == "type" and kwargs:
+            kwargs[rng.choice(list(kwargs))] = rng.choice([None, 3, 2.5, [], {}, "x", True])
+        out.append((name, kwargs))
+    out.extend(UNLISTED_UNKNOWN)
+    rng.shuffle(out)
+    return out
+
+
+def keyword_decoding(decoder):
+    """Which Python keywords, as a call's name, the original's decoder cannot read ([class(x=1)] is a SyntaxError)."""
+    import keyword
+
+    failed = []
+    for kw in keyword.kwlist:
+        try:
+            decoder.decode_function_list(f"[{kw}(x=1)]")
+        except SyntaxError:
+            failed.append(kw)
+    return failed
+
+
 # Hand-written sequences through the branches random calls rarely reach (refunds, cabin and
 # baggage changes, capacity limits, messages without a time, float and bool arguments).
 TRAVEL_PATHS = [
@@ -385,6 +521,8 @@ def main():
     rng = random.Random(20250824)
     tasks = []
     stats = {"milestones": 0, "unparseable": 0}
+    methods = public_methods()
+    keywords = keyword_decoding(decoder)
     for category in ("multi_step", "multi_turn"):
         with open(os.path.join(a.root, "data", f"data_agent_{category}.json")) as f:
             entries = [json.loads(line) for line in f if line.strip()]
@@ -416,11 +554,23 @@ def main():
             variants["fuzz_then_gt"] = fz[: a.fuzz // 2] + gt
             variants["gt_then_fuzz"] = gt + fz[a.fuzz // 2 :]
             variants["paths"] = TRAVEL_PATHS if "Travel" in entry["involved_classes"] else PHONE_PATHS
+            # unlisted names, in pieces that fit the 20-step cap through the bridge, and mixed into the ground truth
+            un = unlisted_calls(rng, entry, methods)
+            # (18 calls: a multi-turn episode also needs a step for the message that ends it; on the
+            # phone platform after Wi-Fi and device login, without which most methods only refuse)
+            ready = [("turn_on_wifi", {}), ("login_device", {})] if "BaseApi" in entry["involved_classes"] else []
+            size = 18 - len(ready)
+            for k in range(0, len(un), size):
+                variants[f"unlisted_{k // size}"] = ready + un[k : k + size]
+            mixed = rng.sample(un, 12) + [None] * min(len(gt), 6)
+            rng.shuffle(mixed)
+            rest = iter(gt[:6])
+            variants["unlisted_gt"] = [c if c is not None else next(rest) for c in mixed]
             record = {"id": entry["id"], "category": category, "involved_classes": entry["involved_classes"], "initial_config": entry["initial_config"], "variants": []}
             for kind, calls in variants.items():
                 # each sequence in the task's own executor, and the error texts of the other one too
                 for mode in (category, "multi_turn" if category == "multi_step" else "multi_step"):
-                    if mode != category and kind not in ("fuzz", "paths"):
+                    if mode != category and kind not in ("fuzz", "paths") and not kind.startswith("unlisted"):
                         continue
                     run = Run(utils, entry, mode)
                     for name, kwargs in calls:
@@ -428,7 +578,7 @@ def main():
                     record["variants"].append({"kind": kind, "mode": mode, "calls": run.calls, "verdict": verdict(ns, saved, run, answer, f"agent_{category}")})
             tasks.append(record)
     with open(a.out, "w") as f:
-        json.dump({"tasks": tasks, "stats": stats}, f)
+        json.dump({"tasks": tasks, "stats": stats, "public_methods": sorted(methods), "unparseable_keywords": keywords}, f)
     print(f"acebench oracle: {len(tasks)} tasks, {sum(len(v['calls']) for t in tasks for v in t['variants'])} calls, {stats}", file=sys.stderr)
 
 

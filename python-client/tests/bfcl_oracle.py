@@ -258,6 +258,21 @@ def fuzz_calls(oracle: Oracle, entry: dict, gt_turns, rng, n: int):
     return out
 
 
+# names a model may call that the task's tools do not list: the executor evaluates them anyway
+# (its NameError for a name no involved class has, its safety list), and our env must not leak
+# its own JavaScript names
+UNLISTED_NAMES = ["no_such_tool", "kill", "exit", "run", "_load_scenario", "__init__", "constructor", "toString", "hasOwnProperty", "__proto__", "_call", "_unlisted_call", "_bfcl_end_turn"]
+
+
+def unlisted_calls(oracle: Oracle, entry: dict, rng) -> list:
+    """The names above, and two methods of classes the task does not involve, with or without arguments."""
+    mc = oracle.method_class(entry["involved_classes"])
+    others = sorted(m for m in oracle.method_class(list(oracle.classes)) if m not in mc and m not in UNLISTED_NAMES)
+    out = [(n, rng.choice([{}, {"x": 1}])) for n in UNLISTED_NAMES]
+    out += [(m, rng.choice([{}, {"path": "a"}])) for m in rng.sample(others, 2)]
+    return out
+
+
 def perturb(gt_turns, rng, fuzz):
     """Drops, duplicates or swaps one call per turn (at random), then mixes the fuzz calls in."""
     turns = [list(t) for t in gt_turns]
@@ -315,9 +330,17 @@ def main(argv: list[str]) -> int:
                 mutated = perturb(turns, rng, [])
                 fuzzed = perturb(turns, rng, fuzz_calls(oracle, entry, turns, rng, variants))
                 nothing = [[] for _ in turns]
+                # (its own generator, so that adding it left the other variants as they were)
+                urng = random.Random(zlib.crc32(("unlisted:" + entry["id"]).encode()))
+                unlisted = [list(t) for t in turns]  # the ground truth intact, the names mixed in
+                for call in unlisted_calls(oracle, entry, urng):
+                    t = unlisted[urng.randrange(len(unlisted))]
+                    t.insert(urng.randrange(len(t) + 1), call)
+                # only such calls: each counts as a model call, so a turn with them is not an empty turn
+                unlisted_only = [[urng.choice(unlisted_calls(oracle, entry, urng))] for _ in turns]
                 task["variants"] = [
                     {"kind": kind, **replay(oracle, entry, vt, long_ctx, full), "verdict": official_verdict(oracle, entry, answer, cat, vt)}
-                    for kind, vt in (("perturbed", mutated), ("fuzzed", fuzzed), ("nothing", nothing))
+                    for kind, vt in (("perturbed", mutated), ("fuzzed", fuzzed), ("nothing", nothing), ("unlisted", unlisted), ("unlisted_only", unlisted_only))
                 ]
             tasks.append(task)
     with open(out, "w") as f:

@@ -1,7 +1,8 @@
 import { afterEach, expect, test } from "vitest";
 import { Episode } from "../../bridge/episode/episode.js";
 import type { Scenario } from "../../envs/bundle-schema.js";
-import { notesBundle } from "../helpers.js";
+import { EnvBundle } from "../../envs/load-bundle.js";
+import { inlineBundle, notesBundle } from "../helpers.js";
 
 const bundle = notesBundle();
 const open: Episode[] = [];
@@ -31,6 +32,45 @@ test("agent mistakes are observations and the episode goes on", async () => {
   const garbled = await e.step("<tool_call>{oops</tool_call>");
   expect(errorOf(garbled.observation.content).type).toBe("invalid_action");
   for (const r of [unknown, missing, extra, wrongType, throws, garbled]) expect(r.terminated || r.truncated).toBe(false);
+});
+
+test("unlisted_call_method: a name the tool list lacks is answered by that env method; the agent's tool list stays the manifest's", async () => {
+  // an executor like ACEBench's, which runs any public method of its classes, documented or not
+  const src = `class Exec {
+    constructor(s) { this.count = s.count; }
+    ping() { return "pong"; }
+    _unlisted(call) {
+      if (call.name === "boom") throw new Error("no " + call.name);
+      this.count += 1;
+      return { ran: call.name, args: call.arguments };
+    }
+  }`;
+  const base = inlineBundle("unl", "Exec", src, ["ping"], { count: 0 });
+  const b = new EnvBundle(base.dir, { ...base.manifest, unlisted_call_method: "_unlisted" }, base.source, base.defaultState, base.scenarios, "unl-hash");
+  const e = new Episode({ bundle: b, scenario: b.scenario("unl-1")!, seed: 1, episodeId: "u" });
+  open.push(e);
+  const r = await e.reset();
+  expect(r.info.tools.map((t) => t.function.name)).toEqual(["ping"]);
+  const hidden = await e.step({ name: "view_all", arguments: { a: 1 } });
+  expect(hidden.observation.tool_results![0]).toMatchObject({ ok: true, content: '{"ran":"view_all","args":{"a":1}}' });
+  expect(hidden.info.diff).toEqual([{ op: "replace", path: "/count", value: 1, old: 0 }]);
+  // its own private names too: what they do is the env's to say
+  expect((await e.step({ name: "_unlisted", arguments: {} })).observation.tool_results![0]!.content).toBe('{"ran":"_unlisted","args":{}}');
+  const thrown = await e.step({ name: "boom", arguments: {} });
+  expect(errorOf(thrown.observation.content)).toEqual({ type: "tool_exception", message: "boom raised Error: no boom" });
+  // a name no Python or JavaScript identifier could be never reaches the env (nor does one longer than a tool name may be)
+  for (const name of ["view-all", "a.b", "x".repeat(65), "1st", ""]) {
+    const s = await e.step({ name, arguments: {} });
+    if (name === "") expect(errorOf(s.observation.content).type).toBe("invalid_action");
+    else expect(errorOf(s.observation.content)).toMatchObject({ type: "unknown_tool", message: expect.stringContaining("must be an identifier of at most 64 characters") });
+  }
+  expect((await e.step({ name: "ping", arguments: {} })).observation.content).toBe('"pong"');
+  expect(JSON.parse(e.stateJson()).count).toBe(2);
+  // the method must exist: a bundle naming one its class lacks does not start
+  const lacking = new EnvBundle(base.dir, { ...base.manifest, unlisted_call_method: "_nope" }, base.source, base.defaultState, base.scenarios, "unl-hash2");
+  const bad = new Episode({ bundle: lacking, scenario: lacking.scenario("unl-1")!, seed: 1, episodeId: "v" });
+  open.push(bad);
+  await expect(bad.reset()).rejects.toThrow(/no method _nope \(the manifest's unlisted_call_method\)/);
 });
 
 test("a scenario whose loop goes on after text (text_reply): only the end marker ends it, other text gets the scenario's reply", async () => {
