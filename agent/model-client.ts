@@ -81,6 +81,11 @@ export class ModelClient {
     this.cache = options.cacheDir ? new CallCache(options.cacheDir) : null;
   }
 
+  /** Which endpoint and model an error is about: a run may talk to an agent and a user endpoint. */
+  private where(): string {
+    return `${this.options.baseURL} (model ${this.options.model})`;
+  }
+
   /** `signal`: aborting it cancels the call in flight (an EndpointError, not retried). */
   async chat(messages: AgentMessage[], tools: unknown[] | undefined, salt: string, signal?: AbortSignal): Promise<ModelReply> {
     const s = this.options.sampling ?? {};
@@ -108,7 +113,7 @@ export class ModelClient {
         const latency_ms = performance.now() - t0;
         // reasoning_content / reasoning: the fields reasoning servers (vLLM, llama.cpp) add to a message
         const m: (OpenAI.ChatCompletionMessage & { reasoning_content?: string; reasoning?: string }) | undefined = r.choices[0]?.message;
-        if (!m) throw new EndpointError("the endpoint replied without a choice", null, attempt);
+        if (!m) throw new EndpointError(`${this.where()}: the endpoint replied without a choice`, null, attempt);
         const message: AgentMessage = { role: "assistant", content: m.content ?? null };
         const calls = (m.tool_calls ?? []).filter((c) => c.type === "function");
         if (calls.length) message.tool_calls = calls.map((c, i) => ({ id: c.id || `call_${i}`, type: "function", function: { name: c.function.name, arguments: c.function.arguments } }));
@@ -121,7 +126,7 @@ export class ModelClient {
         if (e instanceof EndpointError) throw e;
         if (signal?.aborted) throw new EndpointError("the call was cancelled", null, attempt);
         const status = e instanceof OpenAI.APIError && typeof e.status === "number" ? e.status : null;
-        if (!retryable(e) || attempt > max) throw new EndpointError(`${(e as Error).message} (after ${attempt} attempt${attempt > 1 ? "s" : ""})`, status, attempt);
+        if (!retryable(e) || attempt > max) throw new EndpointError(`${this.where()}: ${(e as Error).message} (after ${attempt} attempt${attempt > 1 ? "s" : ""})`, status, attempt);
         await sleep(Math.min(30_000, base * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5));
       }
     }

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { ModelClient } from "../../agent/model-client.js";
 import { passHatK } from "../../agent/pass-hat-k.js";
 import { runRollout, type RolloutOptions } from "../../agent/rollout.js";
 import { selectScenarios } from "../../agent/select-scenarios.js";
@@ -160,6 +161,10 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
     expect(run.results.failures.endpoint_error.episodes).toBe(2);
     expect(run.results.totals.model_retries).toBe(2); // one retry each (maxRetries 1)
     // the next run plays them again (infrastructure failures are not finished episodes)
+    // an endpoint's failure names the endpoint and model (a run may talk to an agent and a user endpoint)
+    agentScript.push(500);
+    const client = new ModelClient({ baseURL: fixture!.baseURL, apiKey: "k", model: "agent", maxRetries: 0 });
+    await expect(client.chat([{ role: "user", content: "hi" }], undefined, "s")).rejects.toThrow(`${fixture!.baseURL} (model agent): `);
     agentScript.push("Task Completed", "Task Completed");
     const again = await runRollout(o);
     expect(again.played).toBe(2);
