@@ -1,5 +1,6 @@
 import type { Check } from "../../envs/bundle-schema.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
+import { OncePerKey } from "../sandbox/once-per-key.js";
 import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import { canonicalJson } from "../../protocol/canonical-json.js";
@@ -39,23 +40,17 @@ export interface CheckInputs {
 export const CHECK_LIMITS: SandboxLimits = { ...DEFAULT_LIMITS, memoryBytes: 128 * 1024 * 1024, callTimeoutMs: 1000 };
 
 /** Per thread and limits: a check-mode sandbox with nothing but the prelude, captured once (built once per burst, as env images are). */
-const checkImages = new Map<string, Promise<SandboxImage>>();
+const checkImages = new OncePerKey<SandboxImage>();
 
 function checkImage(limits: SandboxLimits): Promise<SandboxImage> {
-  const key = JSON.stringify(limits);
-  let image = checkImages.get(key);
-  if (!image) {
-    image = Sandbox.create({ mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined }).then((builder) => {
-      try {
-        return builder.capture(true);
-      } finally {
-        builder.dispose();
-      }
-    });
-    checkImages.set(key, image);
-    image.catch(() => checkImages.delete(key));
-  }
-  return image;
+  return checkImages.get(JSON.stringify(limits), async () => {
+    const builder = await Sandbox.create({ mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
+    try {
+      return builder.capture(true);
+    } finally {
+      builder.dispose();
+    }
+  });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
+import { OncePerKey } from "../sandbox/once-per-key.js";
 import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { PatchOp } from "../state/json-patch.js";
@@ -62,17 +63,10 @@ export interface EnvSnapshot {
  * so a burst of resets arriving before the first image exists builds it once (without this, 2,000
  * resets in flight built 2,000 images: 1.4 GB and minutes); a failed build is not cached.
  */
-const envImages = new Map<string, Promise<SandboxImage>>();
+const envImages = new OncePerKey<SandboxImage>();
 
 function envImage(bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImage> {
-  const key = `${bundle.contentHash}:${JSON.stringify(limits)}`;
-  let image = envImages.get(key);
-  if (!image) {
-    image = buildEnvImage(bundle, limits);
-    envImages.set(key, image);
-    image.catch(() => envImages.delete(key));
-  }
-  return image;
+  return envImages.get(`${bundle.contentHash}:${JSON.stringify(limits)}`, () => buildEnvImage(bundle, limits));
 }
 
 let imagesBuilt = 0;
