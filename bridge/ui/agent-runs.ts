@@ -236,7 +236,7 @@ export function agentRequest(b: Record<string, unknown>): AgentRequest {
   return {
     page: s("page")!,
     scenario_id: s("scenario_id")!,
-    seed: n("seed", 0, 2 ** 31 - 1, true),
+    seed: n("seed", 0, 2 ** 32 - 1, true),
     base_url: baseUrl,
     model: s("model")!,
     api_key: s("api_key", true),

@@ -172,7 +172,7 @@ export class UiServer {
     r("POST /api/play/start", async (req) => {
       const b = await body(req);
       const seed = b.seed === undefined || b.seed === null || b.seed === "" ? undefined : Number(b.seed);
-      if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 31)) throw new ApiError(400, "bad_request", "seed must be an integer in [0, 2^31)");
+      if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32)) throw new ApiError(400, "bad_request", "seed must be an integer in [0, 2^32), as in the bridge protocol");
       return this.play.start(str(b, "page"), str(b, "scenario_id"), seed);
     });
     r("POST /api/play/step", async (req) => {

@@ -110,6 +110,9 @@ describe("play", () => {
   test("bad input: the typed error, and the app stays usable", async () => {
     expect(await call("/api/play/start", { page: "p1", scenario_id: "no-such-scenario" })).toEqual({ status: 404, body: { error: { code: "unknown_scenario", message: "no scenario no-such-scenario" } } });
     expect((await call("/api/play/start", { page: "p1", scenario_id: "notes-1", seed: -1 })).body.error.code).toBe("bad_request");
+    expect((await call("/api/play/start", { page: "p1", scenario_id: "notes-1", seed: 2 ** 32 })).body.error.code).toBe("bad_request");
+    // the protocol's seed range: the largest seed a Python client can send works here too
+    expect((await post("/api/play/start", { page: "p9", scenario_id: "notes-1", seed: 2 ** 32 - 1 })).info).toMatchObject({ seed: 2 ** 32 - 1 });
     expect((await call("/api/play/start", { page: "p1" })).body.error).toEqual({ code: "bad_request", message: "scenario_id must be a non-empty string" });
     expect(await call("/api/play/step", { episode_id: "nope", action: "hi" })).toMatchObject({ status: 404, body: { error: { code: "unknown_episode" } } });
     const notJson = await call("/api/play/start", undefined, { method: "POST", headers: { "content-type": "application/json" }, body: "{oops" });
