@@ -163,7 +163,11 @@
     const existing = wget(rawToProxy, raw);
     if (existing !== undefined) return existing;
     const handler = {
-      get(t, key, receiver) { return wrap(ReflectGet(t, key), coll, id); },
+      // the most frequent operation on state (every field an env reads): primitives straight out
+      get(t, key) {
+        const v = t[key];
+        return v === null || typeof v !== "object" ? v : wrap(v, coll, id);
+      },
       set(t, key, value) {
         if (readOnly) fail("state is read-only here");
         markDirty(coll, id);
