@@ -1,7 +1,8 @@
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import cliProgress from "cli-progress";
 import pLimit from "p-limit";
+import { canonicalJson } from "../protocol/canonical-json.js";
 import { episodePage } from "../bridge/record/episode-page.js";
 import { readTrajectories } from "../bridge/record/trajectory-reader.js";
 import { BridgeClient, type BridgeClientOptions } from "./bridge-client.js";
@@ -52,6 +53,19 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutRun> {
   const started = new Date().toISOString();
   const t0 = performance.now();
   mkdirSync(o.out, { recursive: true });
+  const settings: RunSettings = {
+    system_prompt: "default",
+    ...o.settings,
+    model: o.model.model,
+    base_url: o.model.baseURL,
+    agent_mode: o.agent.agentMode,
+    sampling: { ...(o.model.sampling ?? {}) },
+    trials: o.trials,
+    max_steps: o.agent.maxSteps ?? null,
+    scenarios: o.scenarios,
+    seed: o.seed,
+  };
+  claimRunFolder(o.out, settings);
   const clients = o.endpoints.map((e) => new BridgeClient(e, { timeoutMs: 600_000, curve: o.curve }));
   const model = new ModelClient({ ...o.model, cacheDir: join(o.out, "cache") });
   const logPath = join(o.out, "episodes.jsonl");
@@ -96,18 +110,6 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutRun> {
     bar = null;
 
     const pages = o.trajectoriesDir ? writeEpisodePages(o.trajectoriesDir, join(o.out, "episodes"), new Set([...outcomes.values()].map((x) => x.episode_id).filter((x): x is string => !!x))) : undefined;
-    const settings: RunSettings = {
-      system_prompt: "default",
-      ...o.settings,
-      model: o.model.model,
-      base_url: o.model.baseURL,
-      agent_mode: o.agent.agentMode,
-      sampling: { ...(o.model.sampling ?? {}) },
-      trials: o.trials,
-      max_steps: o.agent.maxSteps ?? null,
-      scenarios: o.scenarios,
-      seed: o.seed,
-    };
     const results = summarize(settings, plan.map((p) => outcomes.get(p.key)!).filter(Boolean), { started, planned: plan.length, wall_s: (performance.now() - t0) / 1000, pages });
     const resultsPath = join(o.out, "results.json");
     const reportPath = join(o.out, "report.html");
@@ -119,6 +121,30 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutRun> {
     log.close();
     for (const c of clients) c.close();
   }
+}
+
+/**
+ * What a run's finished episodes depend on: a run folder resumed with any of these changed would
+ * report the earlier episodes under the new settings. (More scenarios or trials, or another URL
+ * for the same model, extend a run and are allowed.)
+ */
+function episodeDeterminants(s: RunSettings): Record<string, unknown> {
+  const { model, agent_mode, system_prompt, sampling, max_steps, user, benchmark, seed } = s;
+  return { model, agent_mode, system_prompt, sampling: JSON.parse(JSON.stringify(sampling)) as unknown, max_steps, user_model: user?.model ?? null, benchmark, seed };
+}
+
+/** Records the run's settings in `out/run.json`, or refuses a folder whose earlier run had other ones. */
+function claimRunFolder(out: string, settings: RunSettings): void {
+  const path = join(out, "run.json");
+  const mine = episodeDeterminants(settings);
+  if (existsSync(path)) {
+    const theirs = (JSON.parse(readFileSync(path, "utf8")) as { determinants: Record<string, unknown> }).determinants;
+    const differ = Object.keys({ ...mine, ...theirs }).filter((k) => canonicalJson(mine[k] ?? null) !== canonicalJson(theirs[k] ?? null));
+    if (differ.length)
+      throw new Error(`${out} holds a run made with other settings (${differ.map((k) => `${k}: ${canonicalJson(theirs[k] ?? null)} there, ${canonicalJson(mine[k] ?? null)} now`).join("; ")}); its finished episodes would be reported under the new ones. Resume it with the same settings, or use another --out.`);
+    return;
+  }
+  writeFileSync(path, `${JSON.stringify({ determinants: mine }, null, 1)}\n`);
 }
 
 /** One page per played episode, from the bridge's trajectory files; returns episode id → path relative to the run folder. */

@@ -50,6 +50,7 @@ export const evalCommand: CommandModule<object, EvalArgs> = {
       .option("split", { type: "string", default: "test", describe: "task split" })
       .option("limit", { type: "number", describe: "only the first N tasks of each domain (smoke runs; the report says so)" }) as unknown as Argv<EvalArgs>,
   handler: async (args: ArgumentsCamelCase<EvalArgs>) => {
+    if (args.limit !== undefined && !(Number.isInteger(args.limit) && args.limit > 0)) throw new Error(`--limit takes a whole number of tasks per domain, at least 1 (got ${args.limit}); leave it out to run every task`);
     const bench = BENCHMARKS[args.benchmark]!;
     const plan = bench.prepare({ from: args.from ?? bench.defaultFrom ?? "", domain: args.domain, split: args.split, out: args.out });
     if (plan.needsUser && !args.userModel && !args.userBaseUrl)

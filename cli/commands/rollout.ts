@@ -2,7 +2,9 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { readSystemPromptFile, type AgentMode } from "../../agent/system-prompt.js";
+import { OutcomeLog } from "../../agent/outcome-log.js";
 import { runRollout, type RolloutRun } from "../../agent/rollout.js";
+import { ABORTING_KINDS } from "../../agent/run-episode.js";
 import type { RunSettings } from "../../agent/summarize.js";
 import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
@@ -124,6 +126,15 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
     const fails = Object.entries(run.results.failures).filter(([, f]) => f.episodes).map(([k, f]) => `${k} ${f.episodes}`);
     if (fails.length) console.log(`failures (episodes): ${fails.join(", ")}`);
     console.log(`results → ${run.resultsPath}\nreport → ${run.reportPath}`);
+    // episodes the endpoint or the bridge cut short are not the model's results: say why, loudly,
+    // and exit non-zero, so an unreachable endpoint never reads as a score of 0
+    const keys = new Set(run.results.episodes.map((e) => e.key));
+    const cut = [...OutcomeLog.read(join(args.out, "episodes.jsonl")).values()].filter((x) => keys.has(x.key) && x.failures.some((f) => ABORTING_KINDS.includes(f.kind)));
+    if (cut.length) {
+      const first = cut[0]!.failures.find((f) => ABORTING_KINDS.includes(f.kind))!;
+      console.error(`envscaler: ${cut.length} of ${run.results.planned} episodes could not finish (${first.kind}: ${first.message}); they count as failures in these results and are played again when the same command runs again`);
+      process.exitCode = 3;
+    }
     return run;
   } finally {
     await supervisor?.stop();

@@ -80,6 +80,32 @@ test("envscaler rollout from the command line: results.json, a self-contained re
   }
 }, 120_000);
 
+test("a run folder made with other settings is refused, an endpoint that cannot be reached exits 3 naming the cause, --limit must be a positive whole number", async () => {
+  const fixture = await OpenAIFixture.start(notesResponder);
+  const out = tmp();
+  const failure = (p: Promise<unknown>) => p.then(() => null, (e: { code: number; stderr: string }) => e);
+  try {
+    const base = ["rollout", "--envs", FIXTURES, "--scenarios", "notes-1", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--out", out];
+    await cli(base);
+    // the same folder, another model and temperature: the earlier episodes must not be reported under them
+    const other = await failure(cli([...base.slice(0, 6), "other", ...base.slice(7), "--temperature", "0.9"]));
+    expect(other?.code).toBe(1);
+    expect(other?.stderr).toMatch(/holds a run made with other settings \(model: "agent" there, "other" now; sampling: .*\); .*use another --out/);
+    // the same settings resume (nothing left to play)
+    expect((await cli(base)).stdout).toMatch(/1\/1 episodes \(0 played, 1 already done\)/);
+  } finally {
+    await fixture.close();
+  }
+  // nothing listens there: every model call fails, which is not a score of 0
+  const dead = await failure(cli(["rollout", "--envs", FIXTURES, "--scenarios", "notes-1", "--model", "agent", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "k", "--retries", "0", "--out", tmp()]));
+  expect(dead?.code).toBe(3);
+  expect(dead?.stderr).toMatch(/1 of 1 episodes could not finish \(endpoint_error: http:\/\/127\.0\.0\.1:9\/v1 \(model agent\): .*\); .*played again/);
+  for (const limit of ["0", "-1", "1.5"]) {
+    const bad = await failure(cli(["eval", "taubench", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--limit", limit, "--out", tmp()]));
+    expect(bad?.stderr).toContain(`--limit takes a whole number of tasks per domain, at least 1 (got ${limit})`);
+  }
+}, 120_000);
+
 test.skipIf(!existsSync(CHROMIUM))(`the rollout report renders in headless Chromium (${CHROMIUM}): numbers, tables, links to episode pages`, async () => {
   expect(reportRun, "the command-line rollout test must run first").not.toBeNull();
   const out = reportRun!;
