@@ -82,9 +82,10 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
 
   test("bundled task scenarios played by the model as the agent: how its replies parse, and the reward", async () => {
     const registry = EnvRegistry.load([BUNDLED_ENVS]);
-    const scenarios = registry
-      .list()
-      .flatMap((b) => [...b.scenarios.values()].filter((s) => s.mode === "task").slice(0, 1))
+    // a fixed set: each env's first task scenario, then each env's second, … (8 bundled envs)
+    const perEnv = registry.list().map((b) => [...b.scenarios.values()].filter((s) => s.mode === "task"));
+    const scenarios = Array.from({ length: Math.max(...perEnv.map((l) => l.length)) }, (_, i) => perEnv.flatMap((l) => l.slice(i, i + 1)))
+      .flat()
       .slice(0, num("LOCAL_LLM_AGENT_SCENARIOS", 4));
     // the rollout's model client: what `envscaler rollout` sends (history fixes included), one try per call
     const model = new ModelClient({ baseURL: BASE_URL, apiKey: "sk-local", model: MODEL, sampling: { max_tokens: 384, temperature: 0 }, timeoutMs: 300_000, maxRetries: 1 });
