@@ -25,6 +25,8 @@ export interface LlmClientOptions {
   timeoutMs?: number;
   /** `max_tokens` of every request; unset: the server's own cap. A reply cut at the cap is re-asked. */
   maxTokens?: number;
+  /** A lower `max_tokens` per stage (the lower of this and maxTokens is sent). @default STAGE_MAX_TOKENS */
+  stageMaxTokens?: Record<string, number>;
   /** Re-asks after an invalid reply (bad JSON, schema, code that fails, cut at the token cap), per ask. @default 2 */
   maxReasks?: number;
   /** Told of every retry, timeout, re-ask and cut reply as it happens (progress bars, logs). */
@@ -56,6 +58,15 @@ export interface StageUsage {
   /** Calls that failed for good on the transport (HTTP errors, timeouts) after all retries. */
   failures: number;
 }
+
+/**
+ * The stages whose reply is a short JSON object get a token cap of their own. Measured on
+ * Qwen2.5-Coder 0.5B (docs/local-model.md): a mine reply that repeated itself ran past 900 tokens
+ * and was cancelled at the 300 s timeout twice, losing its task; the usable mine, test and judge
+ * replies were all under 200 tokens. Cut at this cap instead, a runaway reply comes back within
+ * seconds and is re-asked ("shorter") rather than timing out.
+ */
+export const STAGE_MAX_TOKENS: Record<string, number> = { mine: 512, test: 512, judge: 512 };
 
 const emptyUsage = (): StageUsage => ({ calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, truncated: 0, retries: 0, timeouts: 0, invalid: 0, failures: 0 });
 
@@ -104,6 +115,12 @@ export class LlmClient {
     this.options.onEvent?.({ stage, kind, message });
   }
 
+  /** The `max_tokens` a stage's requests carry: the lower of --max-tokens and the stage's own cap. */
+  maxTokensOf(stage: string): number | undefined {
+    const caps = [this.options.maxTokens, (this.options.stageMaxTokens ?? STAGE_MAX_TOKENS)[stage]].filter((n): n is number => n !== undefined);
+    return caps.length ? Math.min(...caps) : undefined;
+  }
+
   /** One chat completion, from the cache when this exact request was answered before. */
   async chat(stage: string, messages: Message[]): Promise<string> {
     return (await this.complete(stage, messages)).content;
@@ -116,7 +133,7 @@ export class LlmClient {
   private async complete(stage: string, messages: Message[]): Promise<{ content: string; finish_reason: string }> {
     const ep = this.endpoint(stage);
     const stats = this.stats(stage);
-    const maxTokens = this.options.maxTokens;
+    const maxTokens = this.maxTokensOf(stage);
     // the key leaves out the API key (a secret, and not part of what the reply depends on)
     const key = CallCache.key({ baseURL: ep.baseURL, model: ep.model, temperature: ep.temperature, messages, ...(maxTokens ? { max_tokens: maxTokens } : {}) });
     const hit = this.cache.get(key);
@@ -176,13 +193,14 @@ export class LlmClient {
    */
   async ask<T>(stage: string, messages: Message[], parse: (reply: string) => T | Promise<T>): Promise<T> {
     const convo = [...messages];
+    const maxTokens = this.maxTokensOf(stage);
     const max = this.options.maxReasks ?? 2;
     for (let attempt = 0; ; attempt++) {
       const { content: reply, finish_reason } = await this.complete(stage, convo);
       const cut = finish_reason === "length";
       try {
         // a reply cut at the token cap is unusable even when a prefix parses: it is re-asked
-        if (cut) throw new InvalidReply(`it was cut off at the token limit${this.options.maxTokens ? ` (max_tokens ${this.options.maxTokens})` : ""} before it ended (finish_reason "length"); it may have repeated itself. Reply again, complete and shorter, without repeating anything`);
+        if (cut) throw new InvalidReply(`it was cut off at the token limit${maxTokens ? ` (max_tokens ${maxTokens})` : ""} before it ended (finish_reason "length"); it may have repeated itself. Reply again, complete and shorter, without repeating anything`);
         return await parse(reply);
       } catch (e) {
         if (!(e instanceof InvalidReply)) throw e;

@@ -1,0 +1,63 @@
+// Replies Qwen2.5-Coder 0.5B gave synth on llama.cpp (docs/local-model.md), replayed on the fixture.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect, test } from "vitest";
+import { LlmClient, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
+import { minePrompt } from "../../synth/prompts.js";
+import { mine } from "../../synth/stages/mine.js";
+import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
+
+const tmp = () => mkdtempSync(join(tmpdir(), "envscaler-synth-real-"));
+const client = (fixture: OpenAIFixture, extra: Partial<ConstructorParameters<typeof LlmClient>[0]> = {}) =>
+  new LlmClient({ endpoints: { default: { model: "m", baseURL: fixture.baseURL, apiKey: "k" } }, cacheDir: tmp(), concurrency: 1, maxRetries: 0, ...extra });
+
+/** A real mine reply: the model stopped (finish_reason "stop") inside the description string. */
+const STOPPED_MID_STRING =
+  '{"needs_env": true, "reason": "A clinical trial is a domain system with persistent records.", "topic": "Clinical Trials", "description": "To find a clinical trial for a patient with stage 2 breast cancer, users can use a domain system that reads and changes patient information, such as their name, age, gender, and study details.';
+/** The same model repeating itself until the token cap. */
+const RUNAWAY: Scripted = { content: '{"needs_env": true, "reason": "' + "The system stores trials and patients. ".repeat(60), finish_reason: "length" };
+const GOOD = '{"reason": "Trials and enrolments are records that tools read and change.", "needs_env": true, "topic": "Clinical trials", "description": "A registry of clinical trials and the patients enrolled in them."}';
+
+test("short-reply stages carry their own token cap (the lower of it and --max-tokens); the long ones only --max-tokens", async () => {
+  const fixture = await OpenAIFixture.start(() => "{}");
+  try {
+    const ask = async (llm: LlmClient, stage: string) => {
+      await llm.chat(stage, [{ role: "user", content: `${stage} ${Math.random()}` }]);
+      return fixture.requests.at(-1)!.max_tokens;
+    };
+    const capped = client(fixture, { maxTokens: 1536 });
+    expect([await ask(capped, "mine"), await ask(capped, "test"), await ask(capped, "judge"), await ask(capped, "plan"), await ask(capped, "code")]).toEqual([512, 512, 512, 1536, 1536]);
+    const uncapped = client(fixture);
+    expect([await ask(uncapped, "mine"), await ask(uncapped, "plan")]).toEqual([STAGE_MAX_TOKENS.mine, undefined]);
+    expect(await ask(client(fixture, { maxTokens: 100 }), "judge")).toBe(100);
+    expect(await ask(client(fixture, { maxTokens: 1536, stageMaxTokens: {} }), "mine")).toBe(1536);
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("mine on the real model's failure shapes: a reply stopped inside a string and a runaway reply cut at the stage cap are re-asked with the reason; the next good reply is used", async () => {
+  const fixture = await OpenAIFixture.start([STOPPED_MID_STRING, RUNAWAY, GOOD]);
+  try {
+    const llm = client(fixture, { maxTokens: 1536 });
+    const r = await mine(llm, ["Find a clinical trial for a patient with stage 2 breast cancer."]);
+    expect(r.envs).toEqual([{ topic: "Clinical trials", description: "A registry of clinical trials and the patients enrolled in them.", source_tasks: ["Find a clinical trial for a patient with stage 2 breast cancer."] }]);
+    expect(fixture.requests.map((q) => q.max_tokens)).toEqual([512, 512, 512]);
+    const last = fixture.requests[2]!.messages;
+    expect(last[3]!.content).toMatch(/not valid JSON \(Unterminated string/);
+    expect(last[5]!.content).toMatch(/cut off at the token limit \(max_tokens 512\)/);
+    expect(llm.usage.mine).toMatchObject({ calls: 3, reasks: 2, truncated: 1, invalid: 0 });
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("the mine prompt asks for the reason before the verdict and for short fields (the 0.5B answered needs_env false, then reasoned that the task needs an env)", () => {
+  const system = minePrompt("Book a table for two.")[0]!.content;
+  const format = system.slice(system.indexOf("Reply with JSON only"));
+  expect(format.indexOf('"reason"')).toBeGreaterThan(0);
+  expect(format.indexOf('"reason"')).toBeLessThan(format.indexOf('"needs_env"'));
+  expect(format).toMatch(/one sentence/);
+  expect(format).toMatch(/2-3 sentences/);
+});
