@@ -60,9 +60,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * An earlier turn as it is sent back. A call whose `arguments` are not JSON (a small model's reply
- * cut at max_tokens inside the call) goes back with its text as a JSON string: llama.cpp and vLLM
- * parse the arguments of every call in the history and refuse the whole request otherwise (llama.cpp:
- * HTTP 500 "Failed to parse tool call arguments as JSON", on every later turn of the episode). The
+ * cut at max_tokens inside the call) goes back with its text as a JSON string: llama.cpp parses the
+ * arguments of every call in the history and refuses the whole request otherwise (HTTP 500 "Failed
+ * to parse tool call arguments as JSON", on every later turn of the episode). The
  * record keeps the call as the model wrote it; the env has already answered it as invalid_arguments.
  */
 function sendable(m: AgentMessage): AgentMessage {
