@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { LlmClient, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
+import { closeJson, LlmClient, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
 import { minePrompt } from "../../synth/prompts.js";
 import { mine } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
@@ -17,7 +17,6 @@ const STOPPED_MID_STRING =
   '{"needs_env": true, "reason": "A clinical trial is a domain system with persistent records.", "topic": "Clinical Trials", "description": "To find a clinical trial for a patient with stage 2 breast cancer, users can use a domain system that reads and changes patient information, such as their name, age, gender, and study details.';
 /** The same model repeating itself until the token cap. */
 const RUNAWAY: Scripted = { content: '{"needs_env": true, "reason": "' + "The system stores trials and patients. ".repeat(60), finish_reason: "length" };
-const GOOD = '{"reason": "Trials and enrolments are records that tools read and change.", "needs_env": true, "topic": "Clinical trials", "description": "A registry of clinical trials and the patients enrolled in them."}';
 
 test("short-reply stages carry their own token cap (the lower of it and --max-tokens); the long ones only --max-tokens", async () => {
   const fixture = await OpenAIFixture.start(() => "{}");
@@ -37,20 +36,29 @@ test("short-reply stages carry their own token cap (the lower of it and --max-to
   }
 });
 
-test("mine on the real model's failure shapes: a reply stopped inside a string and a runaway reply cut at the stage cap are re-asked with the reason; the next good reply is used", async () => {
-  const fixture = await OpenAIFixture.start([STOPPED_MID_STRING, RUNAWAY, GOOD]);
+test("mine on the real model's failure shapes: a runaway reply cut at the stage cap is re-asked; a reply that stopped inside its last string is closed and used; other broken JSON is re-asked", async () => {
+  const BROKEN = '{"reason": "Trials are records." "needs_env": true, "topic": "Clinical trials", "description": "A registry."}';
+  const fixture = await OpenAIFixture.start([RUNAWAY, BROKEN, STOPPED_MID_STRING]);
   try {
     const llm = client(fixture, { maxTokens: 1536 });
     const r = await mine(llm, ["Find a clinical trial for a patient with stage 2 breast cancer."]);
-    expect(r.envs).toEqual([{ topic: "Clinical trials", description: "A registry of clinical trials and the patients enrolled in them.", source_tasks: ["Find a clinical trial for a patient with stage 2 breast cancer."] }]);
+    expect(r.envs).toEqual([{ topic: "Clinical Trials", description: expect.stringMatching(/^To find a clinical trial .* study details\.$/), source_tasks: ["Find a clinical trial for a patient with stage 2 breast cancer."] }]);
     expect(fixture.requests.map((q) => q.max_tokens)).toEqual([512, 512, 512]);
     const last = fixture.requests[2]!.messages;
-    expect(last[3]!.content).toMatch(/not valid JSON \(Unterminated string/);
-    expect(last[5]!.content).toMatch(/cut off at the token limit \(max_tokens 512\)/);
-    expect(llm.usage.mine).toMatchObject({ calls: 3, reasks: 2, truncated: 1, invalid: 0 });
+    expect(last[3]!.content).toMatch(/cut off at the token limit \(max_tokens 512\)/);
+    expect(last[5]!.content).toMatch(/not valid JSON \(Expected ','/);
+    expect(llm.usage.mine).toMatchObject({ calls: 3, reasks: 2, truncated: 1, closed: 1, invalid: 0 });
   } finally {
     await fixture.close();
   }
+});
+
+test("closeJson adds only a missing tail: the closing quote and brackets of a reply that stopped early (the real 0.5B replies), nothing else", () => {
+  // real replies (mine, after the prompt change): the final } missing; the final "} missing
+  expect(closeJson('{"reason": "x", "needs_env": true, "topic": "Healthcare", "description": "A wellness retreat."')).toEqual({ reason: "x", needs_env: true, topic: "Healthcare", description: "A wellness retreat." });
+  expect(closeJson('Here: {"a": [1, {"b": "say \\"hi\\" and {no} brackets')).toEqual({ a: [1, { b: 'say "hi" and {no} brackets' }] });
+  expect(closeJson('```json\n{"a": {"b": 1}, "c": "text')).toEqual({ a: { b: 1 }, c: "text" });
+  for (const bad of ['{"a": ', '{"a": 1,', '{"a": 1}}', '{"a": 1} trailing', "no json here", '{"a": 1 "b": 2', '{"a": [1}']) expect(closeJson(bad)).toBeNull();
 });
 
 test("the mine prompt asks for the reason before the verdict and for short fields (the 0.5B answered needs_env false, then reasoned that the task needs an env)", () => {
