@@ -11,7 +11,7 @@
 // LOCAL_LLM_AGENT_STEPS (default 6). The figures go to stdout and to LOCAL_LLM_REPORT (default
 // /tmp/envscaler-local-llm.json); a line per event, step and episode goes to LOCAL_LLM_PROGRESS
 // (default /tmp/envscaler-local-llm.log) as the run goes, so a long run can be watched.
-import { appendFileSync, existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
@@ -39,7 +39,9 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
     const n = num("LOCAL_LLM_SYNTH_TASKS", 3);
     // a fixed set: the first n distinct lines that pass the cheap prefilter
     const tasks = [...new Set(readTaskTexts(API_BANK, "api-bank"))].filter((t) => !prefilterReason(t)).slice(0, n);
-    const out = mkdtempSync(join(tmpdir(), "envscaler-real-synth-"));
+    // LOCAL_LLM_SYNTH_OUT: an earlier run's folder, whose call cache answers every call it finished
+    const out = process.env.LOCAL_LLM_SYNTH_OUT ?? mkdtempSync(join(tmpdir(), "envscaler-real-synth-"));
+    mkdirSync(out, { recursive: true });
     const input = join(out, "tasks.jsonl");
     writeFileSync(input, tasks.map((t) => JSON.stringify({ task: t })).join("\n"));
     const events: Record<string, number> = {};
