@@ -61,11 +61,22 @@ test("closeJson adds only a missing tail: the closing quote and brackets of a re
   for (const bad of ['{"a": ', '{"a": 1,', '{"a": 1}}', '{"a": 1} trailing', "no json here", '{"a": 1 "b": 2', '{"a": [1}']) expect(closeJson(bad)).toBeNull();
 });
 
-test("the mine prompt asks for the reason before the verdict and for short fields (the 0.5B answered needs_env false, then reasoned that the task needs an env)", () => {
+test("the mine prompt puts the verdict and the env first and the reason last, and a reply that stopped inside its description or reason is still used (the 0.5B's habit)", async () => {
   const system = minePrompt("Book a table for two.")[0]!.content;
   const format = system.slice(system.indexOf("Reply with JSON only"));
-  expect(format.indexOf('"reason"')).toBeGreaterThan(0);
-  expect(format.indexOf('"reason"')).toBeLessThan(format.indexOf('"needs_env"'));
-  expect(format).toMatch(/one sentence/);
+  const at = (k: string) => format.indexOf(`"${k}"`);
+  expect([at("needs_env"), at("topic"), at("description"), at("reason")].every((x, i, a) => x > 0 && (i === 0 || x > a[i - 1]!))).toBe(true);
   expect(format).toMatch(/2-3 sentences/);
+  // real replies: with the reason first, 4 of 6 stopped inside it and were lost; these keep what the stage needs
+  const stoppedInDescription = '{"needs_env": true, "topic": "Clinical trials", "description": "A registry of trials and the patients enrolled in them.';
+  const stoppedInReason = '{"needs_env": false, "topic": "Stress management", "description": "Techniques, not records.", "reason": "The task asks for advice, which needs no records.';
+  const fixture = await OpenAIFixture.start([stoppedInDescription, stoppedInReason]);
+  try {
+    const r = await mine(client(fixture), ["Find a clinical trial for a patient with stage 2 breast cancer.", "Provide stress management techniques for reducing anxiety."]);
+    expect(r.envs.map((e) => e.topic)).toEqual(["Clinical trials"]);
+    expect(r.rejected).toEqual([{ item: "Provide stress management techniques for reducing anxiety.", reason: "no stateful env needed: The task asks for advice, which needs no records." }]);
+    expect(fixture.requests).toHaveLength(2); // no re-ask
+  } finally {
+    await fixture.close();
+  }
 });
