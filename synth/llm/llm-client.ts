@@ -64,8 +64,8 @@ export interface StageUsage {
 /**
  * The stages whose reply is a short JSON object get a token cap of their own. Measured on
  * Qwen2.5-Coder 0.5B (docs/local-model.md): a mine reply that repeated itself ran past 900 tokens
- * and was cancelled at the 300 s timeout twice, losing its task; the usable mine, test and judge
- * replies were all under 200 tokens. Cut at this cap instead, a runaway reply comes back within
+ * and was cancelled at the 300 s timeout twice, losing its task; its usable mine replies were all
+ * under 200 tokens (test and judge replies, one call or one verdict, are no longer). Cut at this cap instead, a runaway reply comes back within
  * seconds and is re-asked ("shorter") rather than timing out.
  */
 export const STAGE_MAX_TOKENS: Record<string, number> = { mine: 512, test: 512, judge: 512 };
