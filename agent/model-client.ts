@@ -58,6 +58,27 @@ export class EndpointError extends Error {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * An earlier turn as it is sent back. A call whose `arguments` are not JSON (a small model's reply
+ * cut at max_tokens inside the call) goes back with its text as a JSON string: llama.cpp parses the
+ * arguments of every call in the history and refuses the whole request otherwise (HTTP 500 "Failed
+ * to parse tool call arguments as JSON", on every later turn of the episode). The
+ * record keeps the call as the model wrote it; the env has already answered it as invalid_arguments.
+ */
+function sendable(m: AgentMessage): AgentMessage {
+  if (!m.tool_calls?.some((c) => !isJson(c.function.arguments))) return m;
+  return { ...m, tool_calls: m.tool_calls.map((c) => (isJson(c.function.arguments) ? c : { ...c, function: { ...c.function, arguments: JSON.stringify(c.function.arguments) } })) };
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function retryable(e: unknown): boolean {
   if (e instanceof OpenAI.APIConnectionError) return true; // includes timeouts
   if (e instanceof OpenAI.APIError) return e.status === undefined || e.status === 408 || e.status === 409 || e.status === 429 || e.status >= 500;
@@ -91,7 +112,7 @@ export class ModelClient {
     const s = this.options.sampling ?? {};
     // reasoning stays in the record but is not sent back: some servers reject it in requests, and
     // chat templates (Qwen3's) drop earlier turns' thinking anyway
-    const sent = messages.map(({ reasoning_content: _, ...m }) => m);
+    const sent = messages.map(({ reasoning_content: _, ...m }) => sendable(m));
     const body: Record<string, unknown> = { model: this.options.model, messages: sent, ...(tools?.length ? { tools } : {}) };
     for (const k of ["temperature", "top_p", "max_tokens"] as const) if (s[k] !== undefined) body[k] = s[k];
     Object.assign(body, s.extra_body ?? {});

@@ -97,6 +97,7 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
     supervisor = new Supervisor({ envs: args.envs, endpoint: "tcp://127.0.0.1:*", replicas: args.replicas, workers: args.workers, user, recordDir: trajectoriesDir, logger: createLogger("envscaler-rollout") });
     endpoints = (await supervisor.start()).endpoints;
   }
+  const progress = args.progress ?? Boolean(process.stderr.isTTY);
   try {
     const run = await runRollout({
       endpoints,
@@ -118,7 +119,9 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
       out: args.out,
       trajectoriesDir,
       settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null } : null },
-      progress: args.progress ?? Boolean(process.stderr.isTTY),
+      progress,
+      // no bar (stderr not a terminal, e.g. under nohup): a line per episode, so a slow model's run can be watched
+      onEpisode: progress ? undefined : (o) => process.stderr.write(`episode ${o.key} done: reward ${o.reward.toFixed(3)}, ${o.steps} steps, ${o.end_reason ?? "no end"}${o.failures.length ? `, failures: ${[...new Set(o.failures.map((f) => f.kind))].join(" ")}` : ""}, ${(o.wall_ms / 1000).toFixed(0)} s\n`),
     });
     const t = run.results.totals;
     const pk = Object.entries(t.pass_hat_k).map(([k, v]) => `pass^${k} ${v === null ? "—" : v.toFixed(3)}`).join(" · ");

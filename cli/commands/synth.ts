@@ -87,6 +87,7 @@ export function llmSummary(t: StageUsage): string {
   return [
     `LLM: ${t.calls} calls, ${t.cache_hits} from cache, ${t.prompt_tokens}+${t.completion_tokens} tokens`,
     `${t.reasks} re-asks (${t.truncated} cut at the token limit)`,
+    `${t.closed} JSON replies that stopped before their closing brackets closed and used`,
     `${t.invalid} replies still unusable after re-asks (bad JSON, wrong schema or failing code)`,
     `${t.failures} calls failed on the transport after ${t.retries} retries (${t.timeouts} timeouts)`,
   ].join("; ");

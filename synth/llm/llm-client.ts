@@ -25,6 +25,8 @@ export interface LlmClientOptions {
   timeoutMs?: number;
   /** `max_tokens` of every request; unset: the server's own cap. A reply cut at the cap is re-asked. */
   maxTokens?: number;
+  /** A lower `max_tokens` per stage (the lower of this and maxTokens is sent). @default STAGE_MAX_TOKENS */
+  stageMaxTokens?: Record<string, number>;
   /** Re-asks after an invalid reply (bad JSON, schema, code that fails, cut at the token cap), per ask. @default 2 */
   maxReasks?: number;
   /** Told of every retry, timeout, re-ask and cut reply as it happens (progress bars, logs). */
@@ -47,6 +49,8 @@ export interface StageUsage {
   reasks: number;
   /** Of the re-asks: replies cut at the token cap (finish_reason "length"). */
   truncated: number;
+  /** JSON replies that stopped just before their closing quotes and brackets, closed and used (closeJson). */
+  closed: number;
   /** Requests sent again after a transport error or a timeout. */
   retries: number;
   /** Requests cancelled at the timeout (each is retried until maxRetries). */
@@ -57,7 +61,16 @@ export interface StageUsage {
   failures: number;
 }
 
-const emptyUsage = (): StageUsage => ({ calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, truncated: 0, retries: 0, timeouts: 0, invalid: 0, failures: 0 });
+/**
+ * The stages whose reply is a short JSON object get a token cap of their own. Measured on
+ * Qwen2.5-Coder 0.5B (docs/local-model.md): a mine reply that repeated itself ran past 900 tokens
+ * and was cancelled at the 300 s timeout twice, losing its task; its usable mine replies were all
+ * under 200 tokens (test and judge replies, one call or one verdict, are no longer). Cut at this cap instead, a runaway reply comes back within
+ * seconds and is re-asked ("shorter") rather than timing out.
+ */
+export const STAGE_MAX_TOKENS: Record<string, number> = { mine: 512, test: 512, judge: 512 };
+
+const emptyUsage = (): StageUsage => ({ calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, truncated: 0, closed: 0, retries: 0, timeouts: 0, invalid: 0, failures: 0 });
 
 /** How much of a cut-off reply goes back to the model when it is re-asked (it often repeats itself to the cap). */
 const CUT_REPLY_ECHO_CHARS = 2000;
@@ -104,6 +117,12 @@ export class LlmClient {
     this.options.onEvent?.({ stage, kind, message });
   }
 
+  /** The `max_tokens` a stage's requests carry: the lower of --max-tokens and the stage's own cap. */
+  maxTokensOf(stage: string): number | undefined {
+    const caps = [this.options.maxTokens, (this.options.stageMaxTokens ?? STAGE_MAX_TOKENS)[stage]].filter((n): n is number => n !== undefined);
+    return caps.length ? Math.min(...caps) : undefined;
+  }
+
   /** One chat completion, from the cache when this exact request was answered before. */
   async chat(stage: string, messages: Message[]): Promise<string> {
     return (await this.complete(stage, messages)).content;
@@ -116,7 +135,7 @@ export class LlmClient {
   private async complete(stage: string, messages: Message[]): Promise<{ content: string; finish_reason: string }> {
     const ep = this.endpoint(stage);
     const stats = this.stats(stage);
-    const maxTokens = this.options.maxTokens;
+    const maxTokens = this.maxTokensOf(stage);
     // the key leaves out the API key (a secret, and not part of what the reply depends on)
     const key = CallCache.key({ baseURL: ep.baseURL, model: ep.model, temperature: ep.temperature, messages, ...(maxTokens ? { max_tokens: maxTokens } : {}) });
     const hit = this.cache.get(key);
@@ -176,13 +195,14 @@ export class LlmClient {
    */
   async ask<T>(stage: string, messages: Message[], parse: (reply: string) => T | Promise<T>): Promise<T> {
     const convo = [...messages];
+    const maxTokens = this.maxTokensOf(stage);
     const max = this.options.maxReasks ?? 2;
     for (let attempt = 0; ; attempt++) {
       const { content: reply, finish_reason } = await this.complete(stage, convo);
       const cut = finish_reason === "length";
       try {
         // a reply cut at the token cap is unusable even when a prefix parses: it is re-asked
-        if (cut) throw new InvalidReply(`it was cut off at the token limit${this.options.maxTokens ? ` (max_tokens ${this.options.maxTokens})` : ""} before it ended (finish_reason "length"); it may have repeated itself. Reply again, complete and shorter, without repeating anything`);
+        if (cut) throw new InvalidReply(`it was cut off at the token limit${maxTokens ? ` (max_tokens ${maxTokens})` : ""} before it ended (finish_reason "length"); it may have repeated itself. Reply again, complete and shorter, without repeating anything`);
         return await parse(reply);
       } catch (e) {
         if (!(e instanceof InvalidReply)) throw e;
@@ -203,15 +223,19 @@ export class LlmClient {
   askJson<S extends z.ZodType>(stage: string, messages: Message[], schema: S, check?: (value: z.infer<S>) => string | null | Promise<string | null>): Promise<z.infer<S>> {
     return this.ask(stage, messages, async (reply) => {
       let raw: unknown;
+      let closed = false;
       try {
         raw = JSON.parse(extractJson(reply));
       } catch (e) {
-        throw new InvalidReply(`it is not valid JSON (${(e as Error).message})`);
+        raw = closeJson(reply);
+        if (raw === null) throw new InvalidReply(`it is not valid JSON (${(e as Error).message})`);
+        closed = true;
       }
       const parsed = schema.safeParse(raw);
       if (!parsed.success) throw new InvalidReply(`the JSON does not match the schema: ${parsed.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
       const problem = check ? await check(parsed.data) : null;
       if (problem) throw new InvalidReply(problem);
+      if (closed) this.stats(stage).closed++;
       return parsed.data;
     });
   }
@@ -220,6 +244,39 @@ export class LlmClient {
     const t = emptyUsage();
     for (const u of Object.values(this.usage)) for (const k of Object.keys(t) as (keyof StageUsage)[]) t[k] += u[k] ?? 0;
     return t;
+  }
+}
+
+/**
+ * The JSON of a reply that stopped (finish_reason "stop", not cut at the token cap) just before
+ * its closing quotes and brackets, closed; null when that does not make it parse. Qwen2.5-Coder
+ * 0.5B ended 4 of its first 5 mine replies that way on llama.cpp (docs/local-model.md), each worth
+ * a re-ask of a minute or more on a CPU. Only the missing tail is added: anything else wrong with
+ * the text still fails, and the schema check that follows still applies.
+ */
+export function closeJson(reply: string): unknown {
+  const start = reply.search(/[{[]/);
+  if (start < 0) return null;
+  const text = reply.slice(start).trimEnd();
+  const open: string[] = [];
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{" || c === "[") open.push(c === "{" ? "}" : "]");
+    else if (c === "}" || c === "]") {
+      if (open.pop() !== c) return null;
+      if (open.length === 0) return null; // the JSON closed already: whatever is wrong, it is not a missing tail
+    }
+  }
+  if (open.length === 0) return null;
+  try {
+    return JSON.parse(`${text}${inString ? '"' : ""}${open.reverse().join("")}`);
+  } catch {
+    return null;
   }
 }
 

@@ -53,7 +53,10 @@ export function prefilterReason(task: string): string | null {
   return null;
 }
 
-export const MineJudgement = z.object({ needs_env: z.boolean(), reason: z.string(), topic: z.string().min(1), description: z.string().min(1) });
+// The verdict and the env come first and the reason last, and the reason may be missing: Qwen2.5-Coder
+// 0.5B stopped most replies at the end of a sentence inside a string (docs/local-model.md), so a
+// reply that loses its tail (closed by closeJson) still carries what the stage needs.
+export const MineJudgement = z.object({ needs_env: z.boolean(), topic: z.string().min(1), description: z.string().min(1), reason: z.string().default("") });
 
 export interface MinedEnv {
   topic: string;
@@ -120,7 +123,7 @@ export async function mine(llm: LlmClient, tasks: string[], options: MineOptions
   for (const r of judged) {
     if (!r) continue;
     if (!r.j.needs_env) {
-      rejected.push({ item: r.task, reason: `no stateful env needed: ${r.j.reason}` });
+      rejected.push({ item: r.task, reason: `no stateful env needed: ${r.j.reason || "(the model gave no reason)"}` });
       continue;
     }
     const sh = shingles(`${r.j.topic} ${r.j.description}`, 1);

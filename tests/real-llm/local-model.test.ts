@@ -6,14 +6,16 @@
 //   LOCAL_LLM=1 LOCAL_LLM_BASE_URL=http://127.0.0.1:8080/v1 LOCAL_LLM_MODEL=qwen2.5-coder-0.5b \
 //     npx vitest run tests/real-llm
 //
-// Sizes: LOCAL_LLM_SYNTH_TASKS (API-Bank task lines, default 3), LOCAL_LLM_AGENT_SCENARIOS
-// (bundled task scenarios, default 4), LOCAL_LLM_AGENT_STEPS (default 6). The figures go to stdout
-// and to LOCAL_LLM_REPORT (default /tmp/envscaler-local-llm.json).
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+// Sizes: LOCAL_LLM_SYNTH_TASKS (API-Bank task lines, default 3), LOCAL_LLM_SYNTH_ROUNDS (dual-agent
+// test rounds per env, default 4), LOCAL_LLM_AGENT_SCENARIOS (bundled task scenarios, default 4),
+// LOCAL_LLM_AGENT_STEPS (default 6). The figures go to stdout and to LOCAL_LLM_REPORT (default
+// /tmp/envscaler-local-llm.json); a line per event, step and episode goes to LOCAL_LLM_PROGRESS
+// (default /tmp/envscaler-local-llm.log) as the run goes, so a long run can be watched.
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import OpenAI from "openai";
 import { describe, expect, test } from "vitest";
+import { EndpointError, ModelClient, type AgentMessage } from "../../agent/model-client.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/registry.js";
@@ -27,15 +29,19 @@ const ON = process.env.LOCAL_LLM === "1";
 const BASE_URL = process.env.LOCAL_LLM_BASE_URL ?? "http://127.0.0.1:8080/v1";
 const MODEL = process.env.LOCAL_LLM_MODEL ?? "qwen2.5-coder-0.5b";
 const num = (name: string, d: number) => Number(process.env[name] ?? d) || d;
-const report: Record<string, unknown> = { model: MODEL, base_url: BASE_URL, started: new Date().toISOString() };
+const report: { agent?: { replies: number } & Record<string, unknown> } & Record<string, unknown> = { model: MODEL, base_url: BASE_URL, started: new Date().toISOString() };
 const save = () => writeFileSync(process.env.LOCAL_LLM_REPORT ?? "/tmp/envscaler-local-llm.json", `${JSON.stringify(report, null, 1)}\n`);
+// vitest holds a test's console output until it ends; a run of many minutes is watched through this file
+const progress = (line: string) => appendFileSync(process.env.LOCAL_LLM_PROGRESS ?? "/tmp/envscaler-local-llm.log", `${new Date().toISOString()} ${line}\n`);
 
 describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LOCAL_LLM_BASE_URL)", () => {
   test.skipIf(!existsSync(API_BANK))(`synth on API-Bank task lines (${needsShared(API_BANK)})`, async () => {
     const n = num("LOCAL_LLM_SYNTH_TASKS", 3);
     // a fixed set: the first n distinct lines that pass the cheap prefilter
     const tasks = [...new Set(readTaskTexts(API_BANK, "api-bank"))].filter((t) => !prefilterReason(t)).slice(0, n);
-    const out = mkdtempSync(join(tmpdir(), "envscaler-real-synth-"));
+    // LOCAL_LLM_SYNTH_OUT: an earlier run's folder, whose call cache answers every call it finished
+    const out = process.env.LOCAL_LLM_SYNTH_OUT ?? mkdtempSync(join(tmpdir(), "envscaler-real-synth-"));
+    mkdirSync(out, { recursive: true });
     const input = join(out, "tasks.jsonl");
     writeFileSync(input, tasks.map((t) => JSON.stringify({ task: t })).join("\n"));
     const events: Record<string, number> = {};
@@ -46,19 +52,28 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
       timeoutMs: 300_000,
       maxRetries: 1,
       maxTokens: 1536,
-      onEvent: (e) => (events[e.kind] = (events[e.kind] ?? 0) + 1),
+      onEvent: (e) => {
+        events[e.kind] = (events[e.kind] ?? 0) + 1;
+        progress(`synth ${e.kind}: ${e.message.slice(0, 300)}`);
+      },
     });
     const started = performance.now();
-    const r = await runSynth(llm, { stage: "all", out, input, format: "jsonl", rounds: 4, perEnv: 1, conversationEvery: 0 });
+    progress(`synth: ${tasks.length} tasks in ${out}`);
+    const ticker = setInterval(() => progress(`synth: ${llm.inFlight} in flight; ${JSON.stringify(llm.totals())}`), 15_000);
+    const r = await runSynth(llm, {
+      stage: "all", out, input, format: "jsonl", rounds: num("LOCAL_LLM_SYNTH_ROUNDS", 4), perEnv: 1, conversationEvery: 0,
+      progress: (stage, done, total) => progress(`synth ${stage} ${done}/${total}`),
+    }).finally(() => clearInterval(ticker));
     const t = llm.totals();
     report.synth = {
       tasks,
       wall_s: Math.round((performance.now() - started) / 1000),
       mined_envs: r.mine?.envs ?? 0,
-      built: r.build?.envs ?? [],
       served: r.scenarios?.envs ?? {},
+      build: r.build?.envs ?? [],
       rejected: [...(r.mine?.rejected ?? []), ...(r.build?.rejected ?? []), ...(r.scenarios?.rejected ?? [])].map((x) => `${x.item.slice(0, 60)}: ${x.reason.slice(0, 300)}`),
       usage: t,
+      usage_by_stage: r.usage,
       events,
       out,
     };
@@ -69,20 +84,32 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
 
   test("bundled task scenarios played by the model as the agent: how its replies parse, and the reward", async () => {
     const registry = EnvRegistry.load([BUNDLED_ENVS]);
-    const scenarios = registry
-      .list()
-      .flatMap((b) => [...b.scenarios.values()].filter((s) => s.mode === "task").slice(0, 1))
+    // a fixed set: each env's first task scenario, then each env's second, … (8 bundled envs)
+    const perEnv = registry.list().map((b) => [...b.scenarios.values()].filter((s) => s.mode === "task"));
+    const scenarios = Array.from({ length: Math.max(...perEnv.map((l) => l.length)) }, (_, i) => perEnv.flatMap((l) => l.slice(i, i + 1)))
+      .flat()
       .slice(0, num("LOCAL_LLM_AGENT_SCENARIOS", 4));
-    const client = new OpenAI({ baseURL: BASE_URL, apiKey: "sk-local", timeout: 300_000, maxRetries: 1 });
+    // the rollout's model client: what `envscaler rollout` sends (history fixes included), one try per call
+    const model = new ModelClient({ baseURL: BASE_URL, apiKey: "sk-local", model: MODEL, sampling: { max_tokens: 384, temperature: 0 }, timeoutMs: 300_000, maxRetries: 1 });
     const rt = await EnvRuntime.start({ envs: [BUNDLED_ENVS] });
-    const kinds = { tool_calls_api: 0, parsed_from_text: 0, invalid_action: 0, text_reply: 0 };
-    const episodes: { scenario: string; steps: number; reward: number; end_reason?: string; first_reply: string }[] = [];
+    const kinds = { tool_calls_api: 0, parsed_from_text: 0, invalid_action: 0, text_reply: 0, endpoint_error: 0 };
+    const episodes: { scenario: string; steps: number; reward: number; end_reason?: string; first_reply: string; replies: string[] }[] = [];
     const started = performance.now();
+    const summary = () => {
+      const total = Object.values(kinds).reduce((a, b) => a + b, 0);
+      return {
+        wall_s: Math.round((performance.now() - started) / 1000),
+        replies: total,
+        kinds,
+        parse_rate: total ? Math.round(((kinds.tool_calls_api + kinds.parsed_from_text) / total) * 1000) / 1000 : 0,
+        mean_reward: episodes.length ? Math.round((episodes.reduce((a, e) => a + e.reward, 0) / episodes.length) * 1000) / 1000 : 0,
+        episodes,
+      };
+    };
     try {
       for (const s of scenarios) {
         const { episode_id, observation, info } = await rt.reset(s.id, 0);
-        type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
-        const messages: Msg[] = [
+        const messages: AgentMessage[] = [
           { role: "system", content: `${info.introduction}\n\nRules:\n${info.rules.map((r) => `- ${r}`).join("\n")}\n\nUse the tools to do the task. When it is done, reply in plain text.` },
           { role: "user", content: observation.content },
         ];
@@ -90,20 +117,29 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
         let end: string | undefined;
         let steps = 0;
         let first = "";
+        const replies: string[] = [];
         for (; steps < num("LOCAL_LLM_AGENT_STEPS", 6); ) {
-          const res = await client.chat.completions.create({ model: MODEL, messages, tools: info.tools, max_tokens: 384, temperature: 0 });
-          const msg = res.choices[0]!.message;
-          first ||= (msg.content ?? "") + (msg.tool_calls?.length ? ` [tool_calls: ${msg.tool_calls.map((c) => (c.type === "function" ? c.function.name : c.type)).join(", ")}]` : "");
-          const action = { role: "assistant", content: msg.content ?? "", tool_calls: msg.tool_calls ?? [] };
-          const r = await rt.step(episode_id, action);
+          let msg: AgentMessage;
+          try {
+            msg = (await model.chat(messages, info.tools, s.id)).message;
+          } catch (e) {
+            if (!(e instanceof EndpointError)) throw e;
+            kinds.endpoint_error++;
+            replies.push(`endpoint_error: ${e.message.slice(0, 300)}`);
+            progress(`agent ${s.id} step ${steps + 1}: endpoint_error: ${e.message.slice(0, 200)}`);
+            break;
+          }
+          const said = `${msg.content ?? ""}${msg.tool_calls?.length ? ` [tool_calls: ${msg.tool_calls.map((c) => `${c.function.name}(${c.function.arguments})`).join(", ")}]` : ""}`;
+          first ||= said;
+          const r = await rt.step(episode_id, msg);
           steps++;
-          if (msg.tool_calls?.length) kinds.tool_calls_api++;
-          else if (r.info.tool_calls.length) kinds.parsed_from_text++;
-          else if (r.observation.content.includes('"invalid_action"')) kinds.invalid_action++;
-          else kinds.text_reply++;
+          const kind = msg.tool_calls?.length ? "tool_calls_api" : r.info.tool_calls.length ? "parsed_from_text" : r.observation.content.includes('"invalid_action"') ? "invalid_action" : "text_reply";
+          kinds[kind]++;
+          replies.push(`${kind}: ${said.slice(0, 300)}`);
+          progress(`agent ${s.id} step ${steps}: ${kind}: ${said.slice(0, 160).replace(/\s+/g, " ")}`);
           messages.push(msg);
           if (msg.tool_calls?.length) {
-            for (const [i, c] of msg.tool_calls.entries()) messages.push({ role: "tool", tool_call_id: c.id, content: r.observation.tool_results?.[i]?.content ?? r.observation.content });
+            for (const [i, c] of msg.tool_calls.entries()) messages.push({ role: "tool", tool_call_id: c.id, name: c.function.name, content: r.observation.tool_results?.[i]?.content ?? r.observation.content });
           } else messages.push({ role: "user", content: r.observation.content });
           if (r.terminated || r.truncated) {
             reward = r.reward;
@@ -114,22 +150,18 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
         if (!end) {
           const f = await rt.finish(episode_id);
           reward = f.reward;
-          end = `${f.info.end_reason} (step cap)`;
+          end = `${f.info.end_reason} (${kinds.endpoint_error && replies.at(-1)?.startsWith("endpoint_error") ? "endpoint error" : "step cap"})`;
         }
-        episodes.push({ scenario: s.id, steps, reward, end_reason: end, first_reply: first.slice(0, 200) });
+        episodes.push({ scenario: s.id, steps, reward, end_reason: end, first_reply: first.slice(0, 200), replies });
+        progress(`agent ${s.id}: ${steps} steps, reward ${reward}, ${end}`);
+        report.agent = summary();
+        save(); // after every episode: a run cut short still leaves its figures
       }
     } finally {
       await rt.close();
     }
-    const total = Object.values(kinds).reduce((a, b) => a + b, 0);
-    report.agent = {
-      wall_s: Math.round((performance.now() - started) / 1000),
-      replies: total,
-      kinds,
-      parse_rate: total ? Math.round(((kinds.tool_calls_api + kinds.parsed_from_text) / total) * 1000) / 1000 : 0,
-      mean_reward: episodes.length ? Math.round((episodes.reduce((a, e) => a + e.reward, 0) / episodes.length) * 1000) / 1000 : 0,
-      episodes,
-    };
+    report.agent = summary();
+    const total = report.agent.replies;
     save();
     console.log(JSON.stringify(report.agent, null, 1));
     expect(episodes).toHaveLength(scenarios.length);

@@ -47,8 +47,10 @@ test("envscaler rollout from the command line: results.json, a self-contained re
   const fixture = await OpenAIFixture.start(notesResponder);
   const out = tmp();
   try {
-    const { stdout } = await cli(["rollout", "--envs", FIXTURES, "--scenarios", "notes-*", "--trials", "2", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--user-model", "user-sim", "--user-base-url", fixture.baseURL, "--temperature", "0.3", "--extra-body", '{"chat_template_kwargs":{"enable_thinking":false}}', "--out", out]);
+    const { stdout, stderr } = await cli(["rollout", "--envs", FIXTURES, "--scenarios", "notes-*", "--trials", "2", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--user-model", "user-sim", "--user-base-url", fixture.baseURL, "--temperature", "0.3", "--extra-body", '{"chat_template_kwargs":{"enable_thinking":false}}', "--out", out]);
     expect(stdout).toMatch(/4\/4 episodes \(4 played, 0 already done\) · mean reward 0\.750 · success 50\.0% · pass\^1 0\.500 · pass\^2 0\.500/);
+    // stderr is not a terminal here: no bar, a line per finished episode instead
+    expect(stderr.match(/^episode notes-[12]#[01] done: reward [01]\.\d{3}, \d+ steps, \w+/gm)).toHaveLength(4);
     // sampling passed through as given, extra_body merged into the body
     const agentReq = fixture.requests.find((q) => q.model === "agent")!;
     expect(agentReq).toMatchObject({ temperature: 0.3, chat_template_kwargs: { enable_thinking: false } });

@@ -1,0 +1,82 @@
+// Replies Qwen2.5-Coder 0.5B gave synth on llama.cpp (docs/local-model.md), replayed on the fixture.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect, test } from "vitest";
+import { closeJson, LlmClient, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
+import { minePrompt } from "../../synth/prompts.js";
+import { mine } from "../../synth/stages/mine.js";
+import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
+
+const tmp = () => mkdtempSync(join(tmpdir(), "envscaler-synth-real-"));
+const client = (fixture: OpenAIFixture, extra: Partial<ConstructorParameters<typeof LlmClient>[0]> = {}) =>
+  new LlmClient({ endpoints: { default: { model: "m", baseURL: fixture.baseURL, apiKey: "k" } }, cacheDir: tmp(), concurrency: 1, maxRetries: 0, ...extra });
+
+/** A real mine reply: the model stopped (finish_reason "stop") inside the description string. */
+const STOPPED_MID_STRING =
+  '{"needs_env": true, "reason": "A clinical trial is a domain system with persistent records.", "topic": "Clinical Trials", "description": "To find a clinical trial for a patient with stage 2 breast cancer, users can use a domain system that reads and changes patient information, such as their name, age, gender, and study details.';
+/** The same model repeating itself until the token cap. */
+const RUNAWAY: Scripted = { content: '{"needs_env": true, "reason": "' + "The system stores trials and patients. ".repeat(60), finish_reason: "length" };
+
+test("short-reply stages carry their own token cap (the lower of it and --max-tokens); the long ones only --max-tokens", async () => {
+  const fixture = await OpenAIFixture.start(() => "{}");
+  try {
+    const ask = async (llm: LlmClient, stage: string) => {
+      await llm.chat(stage, [{ role: "user", content: `${stage} ${Math.random()}` }]);
+      return fixture.requests.at(-1)!.max_tokens;
+    };
+    const capped = client(fixture, { maxTokens: 1536 });
+    expect([await ask(capped, "mine"), await ask(capped, "test"), await ask(capped, "judge"), await ask(capped, "plan"), await ask(capped, "code")]).toEqual([512, 512, 512, 1536, 1536]);
+    const uncapped = client(fixture);
+    expect([await ask(uncapped, "mine"), await ask(uncapped, "plan")]).toEqual([STAGE_MAX_TOKENS.mine, undefined]);
+    expect(await ask(client(fixture, { maxTokens: 100 }), "judge")).toBe(100);
+    expect(await ask(client(fixture, { maxTokens: 1536, stageMaxTokens: {} }), "mine")).toBe(1536);
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("mine on the real model's failure shapes: a runaway reply cut at the stage cap is re-asked; a reply that stopped inside its last string is closed and used; other broken JSON is re-asked", async () => {
+  const BROKEN = '{"reason": "Trials are records." "needs_env": true, "topic": "Clinical trials", "description": "A registry."}';
+  const fixture = await OpenAIFixture.start([RUNAWAY, BROKEN, STOPPED_MID_STRING]);
+  try {
+    const llm = client(fixture, { maxTokens: 1536 });
+    const r = await mine(llm, ["Find a clinical trial for a patient with stage 2 breast cancer."]);
+    expect(r.envs).toEqual([{ topic: "Clinical Trials", description: expect.stringMatching(/^To find a clinical trial .* study details\.$/), source_tasks: ["Find a clinical trial for a patient with stage 2 breast cancer."] }]);
+    expect(fixture.requests.map((q) => q.max_tokens)).toEqual([512, 512, 512]);
+    const last = fixture.requests[2]!.messages;
+    expect(last[3]!.content).toMatch(/cut off at the token limit \(max_tokens 512\)/);
+    expect(last[5]!.content).toMatch(/not valid JSON \(Expected ','/);
+    expect(llm.usage.mine).toMatchObject({ calls: 3, reasks: 2, truncated: 1, closed: 1, invalid: 0 });
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("closeJson adds only a missing tail: the closing quote and brackets of a reply that stopped early (the real 0.5B replies), nothing else", () => {
+  // real replies (mine, after the prompt change): the final } missing; the final "} missing
+  expect(closeJson('{"reason": "x", "needs_env": true, "topic": "Healthcare", "description": "A wellness retreat."')).toEqual({ reason: "x", needs_env: true, topic: "Healthcare", description: "A wellness retreat." });
+  expect(closeJson('Here: {"a": [1, {"b": "say \\"hi\\" and {no} brackets')).toEqual({ a: [1, { b: 'say "hi" and {no} brackets' }] });
+  expect(closeJson('```json\n{"a": {"b": 1}, "c": "text')).toEqual({ a: { b: 1 }, c: "text" });
+  for (const bad of ['{"a": ', '{"a": 1,', '{"a": 1}}', '{"a": 1} trailing', "no json here", '{"a": 1 "b": 2', '{"a": [1}']) expect(closeJson(bad)).toBeNull();
+});
+
+test("the mine prompt puts the verdict and the env first and the reason last, and a reply that stopped inside its description or reason is still used (the 0.5B's habit)", async () => {
+  const system = minePrompt("Book a table for two.")[0]!.content;
+  const format = system.slice(system.indexOf("Reply with JSON only"));
+  const at = (k: string) => format.indexOf(`"${k}"`);
+  expect([at("needs_env"), at("topic"), at("description"), at("reason")].every((x, i, a) => x > 0 && (i === 0 || x > a[i - 1]!))).toBe(true);
+  expect(format).toMatch(/2-3 sentences/);
+  // real replies: with the reason first, 4 of 6 stopped inside it and were lost; these keep what the stage needs
+  const stoppedInDescription = '{"needs_env": true, "topic": "Clinical trials", "description": "A registry of trials and the patients enrolled in them.';
+  const stoppedInReason = '{"needs_env": false, "topic": "Stress management", "description": "Techniques, not records.", "reason": "The task asks for advice, which needs no records.';
+  const fixture = await OpenAIFixture.start([stoppedInDescription, stoppedInReason]);
+  try {
+    const r = await mine(client(fixture), ["Find a clinical trial for a patient with stage 2 breast cancer.", "Provide stress management techniques for reducing anxiety."]);
+    expect(r.envs.map((e) => e.topic)).toEqual(["Clinical trials"]);
+    expect(r.rejected).toEqual([{ item: "Provide stress management techniques for reducing anxiety.", reason: "no stateful env needed: The task asks for advice, which needs no records." }]);
+    expect(fixture.requests).toHaveLength(2); // no re-ask
+  } finally {
+    await fixture.close();
+  }
+});
