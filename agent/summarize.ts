@@ -102,6 +102,7 @@ export function summarize(settings: RunSettings, outcomes: EpisodeOutcome[], o: 
       model_retries: eps.reduce((s, e) => s + e.turns.reduce((a, t) => a + Math.max(0, t.attempts - 1), 0) + e.failures.reduce((a, f) => a + Math.max(0, (f.attempts ?? 1) - 1), 0), 0),
       wall_s: o.wall_s,
       // per second of model time summed over calls (concurrency does not inflate it)
+      // per second the model took in all (prompt processing included): a generation speed it is not
       completion_tokens_per_s: modelS > 0 ? completion / modelS : 0,
     },
     per_env: envs.map((env_id) => ({ env_id, ...group(eps.filter((e) => e.env_id === env_id), settings.trials) })),
