@@ -231,21 +231,23 @@
 
   // A collection starts as an empty proxy target whose traps answer every question lazily (a key's
   // existence, the key list, its descriptor) without loading records. The first time the env
-  // enumerates it or asks for a descriptor, every key goes onto the target and those traps are
-  // removed from the handler, so Object.keys/values/entries, for-in, `in` and hasOwnProperty run
-  // natively from then on: a trap cost about 2 µs a key, more than the env's own work when it scans
-  // a collection. An env that enumerates a collection nearly always reads its records too, so up to
-  // BULK_KEYS records come in one host read and the get trap goes as well; a larger collection gets
-  // an accessor per record not read yet (its records still load one by one, as read), and loses the
-  // get trap once every record has been read. Writes and deletes keep their traps: they are what is
+  // enumerates it (the ownKeys trap), every key goes onto the target and those traps are removed
+  // from the handler, so Object.keys/values/entries, for-in, `in` and hasOwnProperty run natively
+  // from then on: a trap cost about 2 µs a key, more than the env's own work when it scans a
+  // collection. In a JSON-format env a collection of up to BULK_KEYS records comes in with one host
+  // read (an env that enumerates a collection nearly always reads its records) and loses its get
+  // trap too; otherwise each record not read yet is an accessor that reads it, and the get trap
+  // goes once every record has been read. Writes and deletes keep their traps: they are what is
   // tracked.
-  const BULK_KEYS = 4096;
+  const BULK_KEYS = 1024;
   function populate(coll) {
     if (coll.populated) return;
     coll.populated = true;
     const t = coll.target;
     const keys = baseKeys(coll);
-    const all = keys.length <= BULK_KEYS ? JSONParse(hostRead("all", coll.name, "")) : null;
+    // python-format envs parse each record with Py.parse (far slower than JSON.parse) and often
+    // stop at the first match, so they keep reading records one by one
+    const all = keys.length <= BULK_KEYS && pyValues === null ? JSONParse(hostRead("all", coll.name, "")) : null;
     let index = false;
     for (const k of keys) {
       if (isIndexKey(k)) index = true;
@@ -343,9 +345,12 @@
         populate(coll);
         return [...baseKeys(coll)];
       },
+      // One key asked about (hasOwnProperty, a descriptor) is not an enumeration: answered for that
+      // key alone, as an accessor, so a large collection is not read in for a membership test.
+      // (Once populated, this trap is gone and the target answers.)
       getOwnPropertyDescriptor(t, key) {
-        populate(coll);
-        return ReflectGetOwnPropertyDescriptor(t, key);
+        if (!isKey(key) || !exists(coll, key)) return undefined;
+        return { get: () => handler.get(t, key, t), set: (v) => { handler.set(t, key, v); }, enumerable: true, configurable: true };
       },
       defineProperty(t, key, desc) {
         if (!own(desc, "value")) fail("accessor properties are not allowed in state");
