@@ -464,8 +464,9 @@ export class Episode {
    * when the calls may run, else why none runs (the env raised). A SandboxFault propagates.
    */
   private startAction(session: EnvSession, method: string, calls: ParsedCall[], info: StepInfo): string | undefined {
+    const unlisted = this.options.bundle.manifest.unlisted_call_method !== undefined;
     const listed = calls.map((c) => {
-      const readable = !c.argumentsError && !nonFinite(c.arguments, "") && (this.validator.has(c.name) || UNLISTED_NAME_RE.test(c.name));
+      const readable = !c.argumentsError && !nonFinite(c.arguments, "") && (this.validator.has(c.name) || (unlisted && UNLISTED_NAME_RE.test(c.name)));
       return { name: c.name, arguments: readable ? (this.pythonText && c.pyArguments ? c.pyArguments : c.arguments) : null };
     });
     const out = session.call(method, { calls: listed });

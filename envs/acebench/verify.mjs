@@ -51,8 +51,8 @@ function replayMessage(ports, env, m, label, stats, problems) {
   if (Array.isArray(m.outs)) {
     stats.texts += m.calls.length;
     got.forEach((g, i) => {
-      if (g.text === m.outs[i]) stats.textsMatched++;
       if (g.own !== undefined && g.own !== g.text) stats.rerendered++;
+      if (g.text === m.outs[i]) stats.textsMatched++;
       else problems.push(`${label} call ${i} ${m.calls[i].name}: want ${JSON.stringify(m.outs[i]).slice(0, 300)} got ${JSON.stringify(g).slice(0, 300)}`);
     });
   } else {
@@ -74,7 +74,10 @@ function replayMessage(ports, env, m, label, stats, problems) {
     if (JSON.stringify(s) === JSON.stringify(want)) stats.statesMatched++;
     else problems.push(`${label}: ${cls} state differs\n   want ${JSON.stringify(want).slice(0, 1200)}\n   got  ${JSON.stringify(s).slice(0, 1200)}`);
   }
-  if (problems.length === before) stats.messagesMatched++;
+  if (problems.length === before) {
+    stats.messagesMatched++;
+    stats.callsMatched += m.calls.length;
+  }
 }
 
 /** Replays every variant of every task; returns {stats, problems}. */

@@ -606,7 +606,7 @@ def main():
             # messages of several calls, run as the original runs an agent message (one batch):
             # the ground truth grouped as its milestone messages, and sequences cut into messages of
             # 1-4 calls with names no class has put in among them (the executor's leftover result)
-            batched = {"gt_messages": [[(n, k) for call in decoder.ast_parse("[" + st.strip().strip("[]") + "]") for n, k in call.items()] for st in stones if parses(decoder, st)]}
+            batched = {"milestone_messages": [[(n, k) for call in decoder.ast_parse("[" + st.strip().strip("[]") + "]") for n, k in call.items()] for st in stones if parses(decoder, st)]}
             for kind in ("gt", "fuzz", "paths", "unlisted_gt"):
                 batched[f"{kind}_messages"] = messages_of(brng, variants[kind])
             record = {"id": entry["id"], "category": category, "involved_classes": entry["involved_classes"], "initial_config": entry["initial_config"], "variants": []}
@@ -621,7 +621,7 @@ def main():
                     record["variants"].append({"kind": kind, "mode": mode, "calls": run.calls, "verdict": verdict(ns, saved, run, answer, f"agent_{category}")})
             for kind, messages in batched.items():
                 for mode in (category, "multi_turn" if category == "multi_step" else "multi_step"):
-                    if mode != category and kind == "gt_messages":
+                    if mode != category and kind == "milestone_messages":
                         continue
                     run = Run(utils, entry, mode)
                     for m in messages:
