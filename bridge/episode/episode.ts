@@ -466,7 +466,9 @@ export class Episode {
   private startAction(session: EnvSession, method: string, calls: ParsedCall[], info: StepInfo): string | undefined {
     const unlisted = this.options.bundle.manifest.unlisted_call_method !== undefined;
     const listed = calls.map((c) => {
-      const readable = !c.argumentsError && !nonFinite(c.arguments, "") && (this.validator.has(c.name) || (unlisted && UNLISTED_NAME_RE.test(c.name)));
+      // the calls runCall hands to the env (the same tests, in the same order)
+      const valid = !c.argumentsError && !nonFinite(c.arguments, "");
+      const readable = valid && (this.validator.has(c.name) ? this.pythonText || !this.validator.check(c.name, c.arguments) : unlisted && UNLISTED_NAME_RE.test(c.name));
       return { name: c.name, arguments: readable ? (this.pythonText && c.pyArguments ? c.pyArguments : c.arguments) : null };
     });
     const out = session.call(method, { calls: listed });
@@ -478,8 +480,8 @@ export class Episode {
   /**
    * The manifest's action_methods.end, after an action's calls. It may return, for each call that
    * reached the env (in order), the text to show instead (a string) or null (the call's own text
-   * stands; always so for a call that failed); null for all. Anything else ends the episode as
-   * env_output_invalid (thrown as a SandboxFault-like fault by the caller's catch).
+   * stands; always so for a call that failed); null for all. Anything else, or an exception, ends
+   * the episode as env_output_invalid (an ActionHookError, which step() turns into that fault).
    */
   private endAction(session: EnvSession, method: string, results: ToolResult[], reached: number[], info: StepInfo): ToolResult[] {
     const out = session.call(method, {});
