@@ -2,8 +2,10 @@
 an ACEBench folder (../shared/benchmarks/acebench: the original classes, its executor
 execute_agent_func_call, its call decoder, and the checker functions of eval_main.py/checker.py)
 on the ground-truth milestone calls, on perturbed sequences (dropped, duplicated, swapped calls)
-and on generated error-path calls, and writes every output text, the public state of every
-instance after every call, and the official verdict of every sequence.
+and on generated error-path calls, each call as a message of its own, and on the same kinds of
+sequences cut into messages of several calls (each run as one batch, as the original runs an agent
+message); it writes every output text, the public state of every instance after every call (or
+message), and the official verdict of every sequence.
 
 Usage: python acebench_oracle.py ACEBENCH_DIR OUT.json [--fuzz N]
 Nothing of ACEBench is copied: the files are imported from the folder at run time.
