@@ -42,6 +42,13 @@ export const EnvManifest = z
     // optional rather than defaulted, so that the content hash of a bundle without it is unchanged
     unlisted_call_method: z.string().regex(IDENT_RE).optional(),
     /**
+     * Env methods the bridge calls around every action that makes tool calls, for a benchmark whose
+     * executor runs one model message's calls as a batch (ACEBench): `start` gets `{calls: [{name,
+     * arguments}]}` before the first call (raising: none of them runs), `end` gets `{}` after the
+     * last and may return the calls' texts rendered then (docs/env-format.md, "Actions as batches").
+     */
+    action_methods: z.object({ start: z.string().regex(IDENT_RE), end: z.string().regex(IDENT_RE) }).strict().optional(),
+    /**
      * How a tool's result becomes the text the agent reads. `json`: JSON.stringify of the result.
      * `python`: a string result is the text itself; anything else is exactly Python's json.dumps
      * with default arguments, with dict insertion order and integral floats (46.0) kept from the

@@ -88,6 +88,7 @@ export function loadBundle(dirPath: string): EnvBundle {
   if (dupTools.length) problems.push({ file: manifestFile, message: `duplicate tool names: ${dupTools.join(", ")}` });
   // the method answers the names the tool list lacks; a tool of its own name would shadow it
   if (manifest.unlisted_call_method && toolNames.includes(manifest.unlisted_call_method)) problems.push({ file: manifestFile, message: `unlisted_call_method ${manifest.unlisted_call_method} is also a tool name` });
+  for (const m of [manifest.action_methods?.start, manifest.action_methods?.end]) if (m && toolNames.includes(m)) problems.push({ file: manifestFile, message: `action method ${m} is also a tool name` });
   for (const t of manifest.terminating_tools) {
     if (!toolNames.includes(t)) problems.push({ file: manifestFile, message: `terminating tool ${t} is not among the tools` });
   }

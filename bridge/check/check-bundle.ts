@@ -126,6 +126,7 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     const missing = toolNames.filter((n) => !session.methods.includes(n));
     if (missing.length) report.problems.push(`${m.source_file}: class ${m.class_name} has no method for tools ${missing.join(", ")}`);
     if (m.unlisted_call_method && !session.methods.includes(m.unlisted_call_method)) report.problems.push(`${m.source_file}: class ${m.class_name} has no method ${m.unlisted_call_method} (the manifest's unlisted_call_method)`);
+    for (const [k, name] of Object.entries(m.action_methods ?? {})) if (!session.methods.includes(name)) report.problems.push(`${m.source_file}: class ${m.class_name} has no method ${name} (the manifest's action_methods.${k})`);
     // with an unlisted_call_method the env decides what other names do, so unlisted methods are expected
     const untooled = m.unlisted_call_method ? [] : session.methods.filter((n) => !toolNames.includes(n) && !n.startsWith("_"));
     if (untooled.length) report.warnings.push(`${m.source_file}: public methods without a tool schema (not callable by agents): ${untooled.join(", ")}`);

@@ -171,6 +171,9 @@ function nonFinite(v: unknown, path: string): string | null {
  */
 const UNLISTED_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
+/** The env's action end hook misbehaved: its episode ends (env_output_invalid). */
+class ActionHookError extends Error {}
+
 function errorContent(type: string, message: string): string {
   return JSON.stringify({ error: { type, message } });
 }
@@ -262,6 +265,11 @@ export class Episode {
     if (unlisted && !this.session.methods.includes(unlisted)) {
       this.close();
       throw new EnvLoadError(`the env class has no method ${unlisted} (the manifest's unlisted_call_method)`);
+    }
+    for (const [k, name] of Object.entries(bundle.manifest.action_methods ?? {})) {
+      if (this.session.methods.includes(name)) continue;
+      this.close();
+      throw new EnvLoadError(`the env class has no method ${name} (the manifest's action_methods.${k})`);
     }
     let content = scenario.task;
     if (scenario.mode === "conversation" && this.options.user) {
@@ -396,13 +404,31 @@ export class Episode {
         // one step's tool outputs together stay within the per-call output limit: once they reach it,
         // the rest of the step's calls are not run (an observation says so, the episode goes on)
         const cap = limitsFor(this.options.bundle, this.options.limits).maxOutputBytes;
+        const hooks = this.options.bundle.manifest.action_methods;
+        // an env whose original runs a message's calls as one batch is told where the action starts
+        // (raising there refuses all its calls) and ends (where it may give the texts rendered then)
+        const refused = hooks ? this.startAction(session, hooks.start, parsed.calls, info) : undefined;
+        const reached: number[] = [];
+        const skipped = new Set<number>();
         let total = 0;
-        const results = parsed.calls.map((c) => {
-          if (total >= cap) return this.skipCall(c, info, `not run: this step's tool outputs reached ${cap} bytes (maxOutputBytes)`);
-          const r = this.runCall(session, c, info);
+        let results = parsed.calls.map((c, i) => {
+          if (refused !== undefined) return this.refuseCall(c, info, refused);
+          if (total >= cap) {
+            skipped.add(i);
+            return this.skipCall(c, info, `not run: this step's tool outputs reached ${cap} bytes (maxOutputBytes)`);
+          }
+          const r = this.runCall(session, c, info, () => reached.push(i));
+          total += r.content.length;
+          return r;
+        });
+        if (hooks && refused === undefined) results = this.endAction(session, hooks.end, results, reached, info);
+        // one step's tool outputs together stay within the per-call output limit (the texts shown)
+        total = 0;
+        results = results.map((r, i) => {
+          if (skipped.has(i)) return r;
           total += r.content.length;
           if (total <= cap) return r;
-          return { ...r, ok: false, content: errorContent("output_limit", `the result of ${c.name} (${r.content.length} bytes) took this step's tool outputs over ${cap} bytes (maxOutputBytes): it ran, but its result is not shown`) };
+          return { ...r, ok: false, content: errorContent("output_limit", `the result of ${r.name} (${r.content.length} bytes) took this step's tool outputs over ${cap} bytes (maxOutputBytes): it ran, but its result is not shown`) };
         });
         observation = { role: "tool", content: toolObservationText(results), tool_results: results };
         if (parsed.calls.some((c) => this.options.bundle.manifest.terminating_tools.includes(c.name))) endReason = "terminating_tool";
@@ -415,6 +441,7 @@ export class Episode {
       }
     } catch (e) {
       if (e instanceof SandboxFault) return this.fail(info, { code: e.code, message: e.message });
+      if (e instanceof ActionHookError) return this.fail(info, { code: "env_output_invalid", message: e.message });
       if (e instanceof UserSimulatorError) return this.fail(info, { code: "user_simulator_failed", message: e.message });
       throw e;
     }
@@ -431,7 +458,55 @@ export class Episode {
     return { tool_call_id: call.id, name: call.name, content: errorContent("output_limit", why), ok: false };
   }
 
-  private runCall(session: EnvSession, call: ParsedCall, info: StepInfo): ToolResult {
+  /**
+   * The manifest's action_methods.start, before an action's calls: it gets every call's name and
+   * the arguments the env would get (null for a call the bridge refuses itself). Returns undefined
+   * when the calls may run, else why none runs (the env raised). A SandboxFault propagates.
+   */
+  private startAction(session: EnvSession, method: string, calls: ParsedCall[], info: StepInfo): string | undefined {
+    const unlisted = this.options.bundle.manifest.unlisted_call_method !== undefined;
+    const listed = calls.map((c) => {
+      // the calls runCall hands to the env (the same tests, in the same order)
+      const valid = !c.argumentsError && !nonFinite(c.arguments, "");
+      const readable = valid && (this.validator.has(c.name) ? this.pythonText || !this.validator.check(c.name, c.arguments) : unlisted && UNLISTED_NAME_RE.test(c.name));
+      return { name: c.name, arguments: readable ? (this.pythonText && c.pyArguments ? c.pyArguments : c.arguments) : null };
+    });
+    const out = session.call(method, { calls: listed });
+    info.diff.push(...out.diff);
+    if (out.kind === "error") return `not run: ${method} (the env's action start) raised ${out.error.name}: ${out.error.message}`;
+    return undefined;
+  }
+
+  /**
+   * The manifest's action_methods.end, after an action's calls. It may return, for each call that
+   * reached the env (in order), the text to show instead (a string) or null (the call's own text
+   * stands; always so for a call that failed); null for all. Anything else, or an exception, ends
+   * the episode as env_output_invalid (an ActionHookError, which step() turns into that fault).
+   */
+  private endAction(session: EnvSession, method: string, results: ToolResult[], reached: number[], info: StepInfo): ToolResult[] {
+    const out = session.call(method, {});
+    info.diff.push(...out.diff);
+    if (out.kind === "error") throw new ActionHookError(`${method} (the env's action end) raised ${out.error.name}: ${out.error.message}`);
+    const texts: unknown = JSON.parse(out.json);
+    if (texts === null) return results;
+    if (!Array.isArray(texts) || texts.length !== reached.length || !texts.every((t) => t === null || typeof t === "string")) {
+      throw new ActionHookError(`${method} (the env's action end) must return null or one string or null per call that reached the env (${reached.length}), not ${out.json.slice(0, 200)}`);
+    }
+    const next = [...results];
+    reached.forEach((i, k) => {
+      const t = texts[k] as string | null;
+      if (t !== null && next[i]!.ok) next[i] = { ...next[i]!, content: t };
+    });
+    return next;
+  }
+
+  private refuseCall(call: ParsedCall, info: StepInfo, why: string): ToolResult {
+    info.tool_calls.push({ id: call.id, name: call.name, arguments: call.arguments, error: why });
+    this.actions.push({ name: call.name, arguments: call.arguments, error: why });
+    return { tool_call_id: call.id, name: call.name, content: errorContent("tool_exception", why), ok: false };
+  }
+
+  private runCall(session: EnvSession, call: ParsedCall, info: StepInfo, onEnv?: () => void): ToolResult {
     // the checks read each call's parsed result (ActionRecord); the reply lists the call once and
     // carries its output once, as text in tool_results
     const listed: CallRecord = { id: call.id, name: call.name, arguments: call.arguments };
@@ -453,6 +528,7 @@ export class Episode {
       // python-format envs check arguments themselves, as their originals do (Python's own TypeErrors)
       const problem = this.pythonText ? undefined : this.validator.check(call.name, call.arguments);
       if (problem) return reject("invalid_arguments", `${call.name}: ${problem}`);
+      onEnv?.();
       out = session.call(call.name, args); // a SandboxFault propagates: it ends the episode
     } else {
       const unlisted = this.options.bundle.manifest.unlisted_call_method;
@@ -460,6 +536,7 @@ export class Episode {
       if (!unlisted) return reject("unknown_tool", `unknown tool '${call.name}'; ${tools}`);
       if (!UNLISTED_NAME_RE.test(call.name)) return reject("unknown_tool", `unknown tool '${call.name}': a name the tool list does not have must be an identifier of at most 64 characters (letters, digits, _) to reach the env; ${tools}`);
       // the env answers it as its original's executor would (ACEBench runs any public method of its classes)
+      onEnv?.();
       out = session.call(unlisted, { name: call.name, arguments: args });
     }
     info.diff.push(...out.diff);

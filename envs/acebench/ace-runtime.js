@@ -86,31 +86,38 @@ const AceRuntime = (function () {
    * has it (in involved_classes order; the last one's result counts, an exception stops the rest),
    * and the result is rendered as a str as is, a dict through json.dumps (else str()), anything
    * else through str(). An exception becomes "Error during execution: ..." (multi-turn's executor
-   * lacks the f-prefix, so its text is the literal "{str(e)}"). Returns {out, error}.
+   * lacks the f-prefix, so its text is the literal "{str(e)}"). `last` is the executor's
+   * `func_call_result` across one message's calls (a fresh one per call when calls are messages of
+   * their own). Returns {out, value, error}: `value` is the result object, rendered again when the
+   * message ends (the original renders a message's results after all its calls ran).
    */
-  function execute(inst, task, name, kwargs, mode) {
-    let result;
-    let ran = false;
+  function execute(inst, task, name, kwargs, mode, last = { set: false, value: undefined }) {
     try {
       for (const c of task.involved_classes) {
         const i = inst[c];
         if (!methodsOf(i.constructor).includes(name)) continue;
         const o = owner(i.constructor, name);
         const args = bind(`${o.name}.${name}`, o.SIGNATURES[name], kwargs);
-        result = i[name](...args);
-        ran = true;
+        // the original's loop variable `func_call_result`: it outlives the call (and the exception of a later instance)
+        last.value = i[name](...args);
+        last.set = true;
       }
-      if (!ran) throw new P.PyError("UnboundLocalError", "cannot access local variable 'func_call_result' where it is not associated with a value");
+      // no instance has it: the original appends whatever its variable still holds from an earlier call of the message
+      if (!last.set) throw new P.PyError("UnboundLocalError", "cannot access local variable 'func_call_result' where it is not associated with a value");
     } catch (e) {
       if (!(e instanceof P.PyError)) throw e;
       return { out: mode === "multi_turn" ? "Error during execution: {str(e)}" : `Error during execution: ${e.message}`, error: true };
     }
-    return { out: P.render(result), error: false };
+    return { out: P.render(last.value), value: last.value, error: false };
   }
 
   /** The call as the original's decoder rewrites it: name(k=repr(v), ...), in a one-call message. */
   function callText(name, kwargs) {
-    return `[${name}(${kwargs.items().map(([k, v]) => `${k}=${P.repr(v)}`).join(", ")})]`;
+    return messageText([[name, kwargs]]);
+  }
+  /** A message of several calls as the original's decoder writes them: [a(k=v), b(k=v)]. */
+  function messageText(calls) {
+    return `[${calls.map(([name, kwargs]) => `${name}(${kwargs.items().map(([k, v]) => `${k}=${P.repr(v)}`).join(", ")})`).join(", ")}]`;
   }
 
   /** The final-state list the original saves: [{Class: {saved attrs}}] per involved class, or [] when nothing ran. */
@@ -203,5 +210,5 @@ const AceRuntime = (function () {
   /** Python's keywords that are no expression (`True`, `None`, `False` parse as constants, so a call to them reaches the executor). */
   const PY_SYNTAX_KEYWORDS = ["and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"];
 
-  return { SAVED_CLASS, PY_SYNTAX_KEYWORDS, instances, methodsOf, execute, callText, finalState, endToEnd, agentChecker, processAccuracy, jsonRound: AceValues.jsonRound };
+  return { SAVED_CLASS, PY_SYNTAX_KEYWORDS, instances, methodsOf, execute, callText, messageText, finalState, endToEnd, agentChecker, processAccuracy, jsonRound: AceValues.jsonRound };
 })();

@@ -241,6 +241,8 @@ export function importAcebench(from: string, out: string, categories: readonly A
         tools: docs.map(toOpenAiTool),
         // the agent sees the task's docs, but ACEBench's executor runs any public method of the involved classes
         unlisted_call_method: "_unlisted_call",
+        // the original runs one message's calls as a batch (its executor's leftover result, multi-turn's stop at the first exception, one process entry)
+        action_methods: { start: "_action_start", end: "_action_end" },
         observation_format: "python",
         max_steps: ACEBENCH_MAX_AGENT_STEPS,
         default_state: {},

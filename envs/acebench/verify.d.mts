@@ -5,3 +5,5 @@
 export function loadPorts(defaults: unknown): { AceRuntime: { PY_SYNTAX_KEYWORDS: string[] } } & Record<string, unknown>;
 export function verify(golden: unknown, defaults: unknown, answers: unknown): { stats: Record<string, number>; problems: string[] };
 export function answersFromBundles(scenarioFiles: string[]): Record<string, unknown>;
+/** One message of several calls through the env as the bridge runs an action (its start, each call, its end): each call's text shown, or why it did not run. */
+export function runMessage(env: unknown, calls: { name: string; args: unknown }[]): ({ text: string; own: string } | { thrown: string })[];

@@ -24,9 +24,65 @@ function stateOf(P, inst) {
   return { d: Object.keys(inst).map((k) => [`s:${k}`, P.tagged(inst[k])]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)) };
 }
 
+/**
+ * Runs one message of several calls as the bridge runs an action (the env's action start, each
+ * call, the action end) and compares it with the original's batch: the texts (the end's, else the
+ * call's own), or for a multi-turn message stopped by an exception, the executor's one error text
+ * as the failing call's and every later call not run; the process entry and the states after it.
+ */
+export function runMessage(env, calls) {
+  env._action_start({ calls: calls.map((c) => ({ name: c.name, arguments: c.args })) });
+  const own = calls.map((c) => {
+    try {
+      return { text: env._call(c.name, c.args) };
+    } catch (e) {
+      return { thrown: String(e && e.message) };
+    }
+  });
+  const ended = env._action_end();
+  return own.map((o, i) => (o.thrown !== undefined ? o : { text: ended[i] ?? o.text, own: o.text }));
+}
+
+function replayMessage(ports, env, m, label, stats, problems) {
+  stats.messages++;
+  const before = problems.length;
+  const got = runMessage(env, m.calls);
+  stats.calls += m.calls.length;
+  if (Array.isArray(m.outs)) {
+    stats.texts += m.calls.length;
+    got.forEach((g, i) => {
+      if (g.own !== undefined && g.own !== g.text) stats.rerendered++;
+      if (g.text === m.outs[i]) stats.textsMatched++;
+      else problems.push(`${label} call ${i} ${m.calls[i].name}: want ${JSON.stringify(m.outs[i]).slice(0, 300)} got ${JSON.stringify(g).slice(0, 300)}`);
+    });
+  } else {
+    // the executor stopped at the first exception and returned its text alone
+    const k = got.findIndex((g) => g.text === m.outs);
+    stats.texts++;
+    if (k >= 0 && got.slice(k + 1).every((g) => g.thrown !== undefined && g.thrown.startsWith("not run"))) {
+      stats.textsMatched++;
+      stats.notRun += m.calls.length - k - 1;
+    } else problems.push(`${label}: the original stopped at an exception (${m.outs}), ours: ${JSON.stringify(got).slice(0, 400)}`);
+  }
+  stats.texts++;
+  const text = env.acebench.process[env.acebench.process.length - 1];
+  if (text === m.text) stats.textsMatched++;
+  else problems.push(`${label}: process entry ${JSON.stringify(text)} != ${JSON.stringify(m.text)}`);
+  for (const [cls, want] of Object.entries(m.state)) {
+    stats.states++;
+    const s = stateOf(ports.PyText, env._inst[cls]);
+    if (JSON.stringify(s) === JSON.stringify(want)) stats.statesMatched++;
+    else problems.push(`${label}: ${cls} state differs\n   want ${JSON.stringify(want).slice(0, 1200)}\n   got  ${JSON.stringify(s).slice(0, 1200)}`);
+  }
+  if (problems.length === before) {
+    stats.messagesMatched++;
+    stats.callsMatched += m.calls.length;
+  }
+}
+
 /** Replays every variant of every task; returns {stats, problems}. */
 export function verify(golden, defaults, answers) {
-  const stats = { tasks: 0, tasksMatched: 0, sequences: 0, calls: 0, callsMatched: 0, texts: 0, textsMatched: 0, states: 0, statesMatched: 0, verdicts: 0, verdictsMatched: 0 };
+  const stats = { tasks: 0, tasksMatched: 0, sequences: 0, calls: 0, callsMatched: 0, texts: 0, textsMatched: 0, states: 0, statesMatched: 0, verdicts: 0, verdictsMatched: 0, messages: 0, messagesMatched: 0, notRun: 0, rerendered: 0 };
   const problems = [];
   for (const task of golden.tasks) {
     stats.tasks++;
@@ -38,7 +94,8 @@ export function verify(golden, defaults, answers) {
         const ports = loadPorts(defaults);
         const a = answers[task.id];
         const env = new ports.AceBenchEnv({ task: { id: task.id, mode: v.mode, involved_classes: task.involved_classes, initial_config: task.initial_config, ground_truth: a.ground_truth, mile_stone: a.mile_stone } });
-        for (const [ci, c] of v.calls.entries()) {
+        for (const [mi, m] of (v.messages ?? []).entries()) replayMessage(ports, env, m, `${label} message ${mi}`, stats, problems);
+        for (const [ci, c] of (v.calls ?? []).entries()) {
           const out = env._call(c.name, c.args);
           stats.calls++;
           if (out === c.out) stats.callsMatched++;

@@ -2,8 +2,10 @@
 an ACEBench folder (../shared/benchmarks/acebench: the original classes, its executor
 execute_agent_func_call, its call decoder, and the checker functions of eval_main.py/checker.py)
 on the ground-truth milestone calls, on perturbed sequences (dropped, duplicated, swapped calls)
-and on generated error-path calls, and writes every output text, the public state of every
-instance after every call, and the official verdict of every sequence.
+and on generated error-path calls, each call as a message of its own, and on the same kinds of
+sequences cut into messages of several calls (each run as one batch, as the original runs an agent
+message); it writes every output text, the public state of every instance after every call (or
+message), and the official verdict of every sequence.
 
 Usage: python acebench_oracle.py ACEBENCH_DIR OUT.json [--fuzz N]
 Nothing of ACEBench is copied: the files are imported from the folder at run time.
@@ -149,6 +151,17 @@ class Run:
         # the saved attributes as the env's tracked state shows them (what the bridge serves)
         view = {c: {k: view_json(getattr(i, k)) for k in SAVED_CLASS[c] if hasattr(i, k)} for c, i in self.instances().items() if i is not None}
         self.calls.append({"name": name, "args": enc(kwargs), "out": out, "text": f"[{text}]", "state": state, "view": view})
+
+    def message(self, calls):
+        """Several calls as one agent message: the executor runs them as one batch, the message is one process entry."""
+        texts = [f"{name}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})" for name, kwargs in calls]
+        results, inst = self.utils.execute_agent_func_call(texts, self.entry["initial_config"], self.entry["involved_classes"], self.model, self.test_id, "en")
+        if isinstance(inst, dict) and inst not in self.result_instance_list:
+            self.result_instance_list.append(inst)
+        state = {c: {"d": sorted([["s:" + k, tagged(x)] for k, x in vars(i).items()], key=lambda p: p[0])} for c, i in self.instances().items() if i is not None}
+        view = {c: {k: view_json(getattr(i, k)) for k in SAVED_CLASS[c] if hasattr(i, k)} for c, i in self.instances().items() if i is not None}
+        # outs: one text per call, or (multi-turn, a call raised) the one error text the executor returns instead
+        self.calls.append({"calls": [{"name": n, "args": enc(k)} for n, k in calls], "outs": results, "text": f"[{', '.join(texts)}]", "state": state, "view": view})
 
     def result(self):
         out = []
@@ -393,6 +406,31 @@ def unlisted_calls(rng, entry, methods):
     return out
 
 
+def parses(decoder, stone):
+    try:
+        decoder.ast_parse("[" + stone.strip().strip("[]") + "]")
+        return True
+    except Exception:
+        return False
+
+
+UNKNOWN_NAMES = ["no_such_tool", "search_reminders", "_check_capacity", "wifi", "get_flight_details", "turn_on_wifi"]
+
+
+def messages_of(rng, calls):
+    """A call sequence cut into messages of 1-4 calls, with calls to names no involved class may have inserted (a third of the messages)."""
+    out, i = [], 0
+    while i < len(calls):
+        size = rng.randint(1, 4)
+        msg = list(calls[i : i + size])
+        i += size
+        if rng.random() < 0.35:
+            # the task's classes may have the name (then it runs): both ways are fine
+            msg.insert(rng.randint(0, len(msg)), (rng.choice(UNKNOWN_NAMES), {}))
+        out.append(msg)
+    return out
+
+
 def keyword_decoding(decoder):
     """Which Python keywords, as a call's name, the original's decoder cannot read ([class(x=1)] is a SyntaxError)."""
     import keyword
@@ -519,6 +557,7 @@ def main():
     # the originals print (refunds, unknown users); keep stdout clean
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- stays open until the process exits
     rng = random.Random(20250824)
+    brng = random.Random(17)  # the batches' own stream, so the other sequences stay as they were
     tasks = []
     stats = {"milestones": 0, "unparseable": 0}
     methods = public_methods()
@@ -566,6 +605,12 @@ def main():
             rng.shuffle(mixed)
             rest = iter(gt[:6])
             variants["unlisted_gt"] = [c if c is not None else next(rest) for c in mixed]
+            # messages of several calls, run as the original runs an agent message (one batch):
+            # the ground truth grouped as its milestone messages, and sequences cut into messages of
+            # 1-4 calls with names no class has put in among them (the executor's leftover result)
+            batched = {"milestone_messages": [[(n, k) for call in decoder.ast_parse("[" + st.strip().strip("[]") + "]") for n, k in call.items()] for st in stones if parses(decoder, st)]}
+            for kind in ("gt", "fuzz", "paths", "unlisted_gt"):
+                batched[f"{kind}_messages"] = messages_of(brng, variants[kind])
             record = {"id": entry["id"], "category": category, "involved_classes": entry["involved_classes"], "initial_config": entry["initial_config"], "variants": []}
             for kind, calls in variants.items():
                 # each sequence in the task's own executor, and the error texts of the other one too
@@ -576,10 +621,18 @@ def main():
                     for name, kwargs in calls:
                         run.call(name, kwargs)
                     record["variants"].append({"kind": kind, "mode": mode, "calls": run.calls, "verdict": verdict(ns, saved, run, answer, f"agent_{category}")})
+            for kind, messages in batched.items():
+                for mode in (category, "multi_turn" if category == "multi_step" else "multi_step"):
+                    if mode != category and kind == "milestone_messages":
+                        continue
+                    run = Run(utils, entry, mode)
+                    for m in messages:
+                        run.message(m)
+                    record["variants"].append({"kind": kind, "mode": mode, "messages": run.calls, "verdict": verdict(ns, saved, run, answer, f"agent_{category}")})
             tasks.append(record)
     with open(a.out, "w") as f:
         json.dump({"tasks": tasks, "stats": stats, "public_methods": sorted(methods), "unparseable_keywords": keywords}, f)
-    print(f"acebench oracle: {len(tasks)} tasks, {sum(len(v['calls']) for t in tasks for v in t['variants'])} calls, {stats}", file=sys.stderr)
+    print(f"acebench oracle: {len(tasks)} tasks, {sum(len(v['calls']) for t in tasks for v in t['variants'] if 'calls' in v)} calls, {sum(len(m['calls']) for t in tasks for v in t['variants'] if 'messages' in v for m in v['messages'])} more in messages, {stats}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -28,10 +28,21 @@ interface Call {
   /** The saved attributes as the env's tracked state shows them. */
   view: Record<string, unknown>;
 }
+/** Several calls as one agent message, run by the original executor as one batch. */
+interface Message {
+  calls: { name: string; args: Record<string, unknown> }[];
+  /** One text per call, or the executor's one error text (multi-turn: a call raised, the rest did not run). */
+  outs: string[] | string;
+  text: string;
+  state: unknown;
+  view: Record<string, unknown>;
+}
 interface Variant {
   kind: string;
   mode: string;
-  calls: Call[];
+  /** Each call its own message, or (messages) several calls per message. */
+  calls?: Call[];
+  messages?: Message[];
   verdict: { valid: boolean; error_type: string | null; process_accuracy: number };
 }
 interface Task {
@@ -88,9 +99,27 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
     expect(golden.stats).toEqual({ milestones: 234, unparseable: 14 });
     expect(stats).toMatchObject({ tasks: 50, tasksMatched: 50 });
     for (const k of ["calls", "texts", "states", "verdicts"]) expect(stats[`${k}Matched`]).toBe(stats[k]);
-    expect(stats.calls).toBeGreaterThan(15000);
+    expect(stats.calls).toBeGreaterThan(25000);
+    // messages of several calls, run as the original runs one agent message (one batch): every text,
+    // process entry and state after the message identical
+    expect(stats.messagesMatched).toBe(stats.messages);
+    expect(stats.messages).toBeGreaterThan(3500);
+    const messages = golden.tasks.flatMap((t) => t.variants.flatMap((v) => v.messages ?? []));
+    expect(messages.filter((m) => m.calls.length > 1).length).toBeGreaterThan(2000);
+    // ... among them names no class has after a call that ran, which repeat that call's result
+    const UNBOUND = "Error during execution: cannot access local variable 'func_call_result' where it is not associated with a value";
+    const stale = messages.filter((m) => Array.isArray(m.outs) && m.calls.some((c, i) => ["no_such_tool", "_check_capacity", "wifi"].includes(c.name) && m.outs[i] !== UNBOUND));
+    expect(stale.length).toBeGreaterThan(100);
+    // multi-turn messages stopped by an exception (the later calls did not run), and results rendered after later calls changed them
+    expect(messages.filter((m) => typeof m.outs === "string").length).toBeGreaterThan(500);
+    expect(stats.notRun).toBeGreaterThan(500);
+    expect(stats.rerendered).toBeGreaterThan(0);
+    // the ground truth as its milestone messages (some of several calls) scores as the per-call ground truth
+    const byKind = (kind: string) => golden.tasks.map((t) => t.variants.find((v) => v.kind === kind)!);
+    expect(byKind("milestone_messages").flatMap((v) => v.messages!).filter((m) => m.calls.length > 1).length).toBeGreaterThan(2);
+    expect(byKind("milestone_messages").filter((v) => v.verdict.valid).length).toBe(31);
     // the sequences exercise error paths, not only happy ones
-    const calls = golden.tasks.flatMap((t) => t.variants.flatMap((v) => v.calls));
+    const calls = golden.tasks.flatMap((t) => t.variants.flatMap((v) => v.calls ?? []));
     expect(calls.filter((c) => c.out.startsWith("Error during execution: ")).length).toBeGreaterThan(500);
     expect(calls.filter((c) => c.out === "Error during execution: {str(e)}").length).toBeGreaterThan(100);
     expect(calls.filter((c) => c.out.includes('"status": false')).length).toBeGreaterThan(300);
@@ -103,14 +132,14 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
     const docs = toolNames();
     expect(golden.public_methods).toHaveLength(33);
     for (const t of golden.tasks) {
-      const called = new Set(t.variants.filter((v) => v.kind.startsWith("unlisted_") && v.mode === t.category).flatMap((v) => v.calls.map((c) => c.name)));
+      const called = new Set(t.variants.filter((v) => v.kind.startsWith("unlisted_") && v.calls && v.mode === t.category).flatMap((v) => v.calls!.map((c) => c.name)));
       for (const m of golden.public_methods) if (!docs.get(t.id)!.has(m)) expect(called.has(m), `${t.id} calls ${m}`).toBe(true);
       for (const m of ["no_such_tool", "_check_capacity", "_load_scenario", "__init__", "wifi", "_call", "_unlisted_call", "constructor", "toString", "__proto__"]) expect(called.has(m), `${t.id} calls ${m}`).toBe(true);
     }
-    const unlisted = golden.tasks.flatMap((t) => t.variants.filter((v) => v.kind.startsWith("unlisted")).flatMap((v) => v.calls.filter((c) => !docs.get(t.id)!.has(c.name))));
+    const unlisted = golden.tasks.flatMap((t) => t.variants.filter((v) => v.kind.startsWith("unlisted")).flatMap((v) => (v.calls ?? []).filter((c) => !docs.get(t.id)!.has(c.name))));
     expect(unlisted.length).toBeGreaterThan(4000);
     // some run and change the state (a reminder deleted), some fail to bind their arguments, some name nothing
-    const changed = golden.tasks.flatMap((t) => t.variants.flatMap((v) => v.calls.filter((c, i) => i > 0 && !docs.get(t.id)!.has(c.name) && JSON.stringify(c.state) !== JSON.stringify(v.calls[i - 1]!.state))));
+    const changed = golden.tasks.flatMap((t) => t.variants.flatMap((v) => (v.calls ?? []).filter((c, i) => i > 0 && !docs.get(t.id)!.has(c.name) && JSON.stringify(c.state) !== JSON.stringify(v.calls![i - 1]!.state))));
     expect(changed.length).toBeGreaterThan(30);
     expect(unlisted.filter((c) => /Reminder ID \d was successfully deleted/.test(c.out)).length).toBeGreaterThan(5);
     expect(unlisted.filter((c) => /^Error during execution: \w+\.\w+\(\) (missing|got an unexpected)/.test(c.out)).length).toBeGreaterThan(50);
@@ -131,7 +160,7 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
       const r = await runtime.reset(task.id, 0);
       const ep = r.info.episode_id;
       let last: Step | undefined;
-      for (const call of v.calls) {
+      for (const call of v.calls!) {
         last = await runtime.step(ep, { name: call.name, arguments: call.args });
         if (last.terminated || last.truncated) break;
         if (observationText(last) !== call.out) mismatches.push(`${task.id} [${v.kind}] ${call.name}: ${observationText(last).slice(0, 200)} != ${call.out.slice(0, 200)}`);
@@ -152,12 +181,12 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
     // (the bridge hands those to the env's unlisted_call_method, which runs them as the original's executor)
     const documented = toolNames();
     // (20 steps: the calls and the message that ends the episode; a multi-turn one also needs finish())
-    const fits = (t: Task, v: Variant) => v.calls.length < (t.category === "multi_turn" ? 19 : 20);
+    const fits = (t: Task, v: Variant) => v.calls !== undefined && v.calls.length < (t.category === "multi_turn" ? 19 : 20);
     const queue = golden.tasks.flatMap((t) => t.variants.filter((v) => v.mode === t.category && fits(t, v)).map((v) => [t, v] as const));
     expect(queue.length).toBe(584);
     expect(queue.filter(([, v]) => v.kind === "fuzz_docs").length).toBe(50);
     expect(queue.filter(([, v]) => v.kind.startsWith("unlisted")).length).toBe(200);
-    expect(queue.flatMap(([t, v]) => v.calls.filter((c) => !documented.get(t.id)!.has(c.name))).length).toBeGreaterThan(2000);
+    expect(queue.flatMap(([t, v]) => v.calls!.filter((c) => !documented.get(t.id)!.has(c.name))).length).toBeGreaterThan(2000);
     await Promise.all(
       Array.from({ length: 4 }, async () => {
         for (let x = queue.shift(); x; x = queue.shift()) await run(x[0], x[1]);
@@ -166,6 +195,71 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
     expect(mismatches.slice(0, 10)).toEqual([]);
     expect(states).toBeGreaterThan(5000);
   }, 600_000);
+
+  test("through the bridge an action of several calls runs as the original runs one agent message: the same texts, calls not run after a multi-turn exception, the same states and the official verdict and process accuracy", async () => {
+    const mismatches: string[] = [];
+    let actions = 0;
+    let notRun = 0;
+    const run = async (task: Task, v: Variant) => {
+      const r = await runtime.reset(task.id, 0);
+      const ep = r.info.episode_id;
+      let last: Step | undefined;
+      for (const [mi, m] of v.messages!.entries()) {
+        last = (await runtime.step(
+          ep,
+          m.calls.map((c) => ({ name: c.name, arguments: c.args })),
+        )) as unknown as Step;
+        actions++;
+        if (last.terminated || last.truncated) break;
+        const texts = last.observation.tool_results!.map((t) => t.content);
+        const label = `${task.id} [${v.kind}] message ${mi}`;
+        if (Array.isArray(m.outs)) {
+          if (!isDeepStrictEqual(texts, m.outs)) mismatches.push(`${label}: ${JSON.stringify(texts).slice(0, 300)} != ${JSON.stringify(m.outs).slice(0, 300)}`);
+        } else {
+          // the original returns the exception's text alone; ours shows it for the call that raised, and the later calls did not run
+          const k = texts.indexOf(m.outs);
+          const later = texts.slice(k + 1).map((t) => (JSON.parse(t) as { error?: { type: string; message: string } }).error);
+          notRun += later.length;
+          if (k < 0 || !later.every((e) => e?.type === "tool_exception" && e.message.includes("not run: an earlier call of this message raised"))) mismatches.push(`${label}: ${JSON.stringify(texts).slice(0, 400)} (the original stopped at ${m.outs})`);
+        }
+        const state = (JSON.parse(await runtime.state(ep)) as { state: unknown; acebench?: { process: string[] } }).state;
+        if (!isDeepStrictEqual(state, m.view)) mismatches.push(`${label}: state ${JSON.stringify(state).slice(0, 300)} != ${JSON.stringify(m.view).slice(0, 300)}`);
+      }
+      if (!last?.terminated) last = (await runtime.step(ep, "finish conversation")) as unknown as Step;
+      if (!last.terminated) last = (await runtime.finish(ep)) as unknown as Step;
+      if (processAccuracyOf(last.info.reward_info) !== v.verdict.process_accuracy) mismatches.push(`${task.id} [${v.kind}]: process accuracy ${processAccuracyOf(last.info.reward_info)}, official ${v.verdict.process_accuracy}`);
+      if (last.reward !== (v.verdict.valid ? 1 : 0)) mismatches.push(`${task.id} [${v.kind}]: reward ${last.reward}, official ${JSON.stringify(v.verdict)}`);
+      await runtime.closeEpisode(ep);
+    };
+    const fits = (t: Task, v: Variant) => v.messages !== undefined && v.mode === t.category && v.messages.length < (t.category === "multi_turn" ? 19 : 20);
+    const queue = golden.tasks.flatMap((t) => t.variants.filter((v) => fits(t, v)).map((v) => [t, v] as const));
+    expect(queue.length).toBe(210);
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let x = queue.shift(); x; x = queue.shift()) await run(x[0], x[1]);
+      }),
+    );
+    expect(mismatches.slice(0, 10)).toEqual([]);
+    expect(actions).toBeGreaterThan(1000);
+    expect(notRun).toBeGreaterThan(50);
+  }, 600_000);
+
+  test("a Python keyword as a call's name makes the whole action unreadable to ACEBench's decoder: none of its calls runs", async () => {
+    const r = await runtime.reset("agent_multi_step_0", 0);
+    const ep = r.info.episode_id;
+    const before = await runtime.state(ep);
+    const s = (await runtime.step(ep, [
+      { name: "turn_on_wifi", arguments: {} },
+      { name: "class", arguments: {} },
+    ])) as unknown as Step & { info: { diff: unknown[] } };
+    for (const t of s.observation.tool_results!) expect(JSON.parse(t.content).error).toMatchObject({ type: "tool_exception", message: expect.stringContaining("'class' is a Python keyword: ACEBench's decoder cannot read a message calling it, so none of its calls ran") });
+    expect(s.info.diff).toEqual([]);
+    expect(await runtime.state(ep)).toBe(before);
+    // and the env's batch is closed: the next action runs normally
+    const next = (await runtime.step(ep, [{ name: "turn_on_wifi", arguments: {} }, { name: "no_such_tool", arguments: {} }])) as unknown as Step;
+    expect(next.observation.tool_results!.map((t) => t.content)).toEqual(['{"status": true, "message": "Wi-Fi has been turned on"}', '{"status": true, "message": "Wi-Fi has been turned on"}']);
+    await runtime.closeEpisode(ep);
+  });
 
   test("a method the task's docs do not list runs as in the original, but the agent's tool list stays the docs; a Python keyword or a non-identifier is refused", async () => {
     const r = await runtime.reset("agent_multi_step_0", 0);

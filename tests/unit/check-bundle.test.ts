@@ -45,6 +45,8 @@ test.each([
   ["a tool with no method", (f: any) => f.manifest.tools.push({ type: "function", function: { name: "ghost", description: "", parameters: { type: "object" } } }), /no method for tools ghost/],
   ["an unlisted_call_method the class lacks", (f: any) => (f.manifest.unlisted_call_method = "_ghost"), /class NotesEnv has no method _ghost \(the manifest's unlisted_call_method\)/],
   ["an unlisted_call_method that is a tool name", (f: any) => (f.manifest.unlisted_call_method = "add_note"), /unlisted_call_method add_note is also a tool name/],
+  ["an action method the class lacks", (f: any) => (f.manifest.action_methods = { start: "_ghost_start", end: "_ghost_end" }), /class NotesEnv has no method _ghost_start \(the manifest's action_methods.start\)\n.*no method _ghost_end \(the manifest's action_methods.end\)/],
+  ["an action method that is a tool name", (f: any) => (f.manifest.action_methods = { start: "add_note", end: "add_note" }), /action method add_note is also a tool name/],
   ["a class that does not load", (f: any) => (f.source = "class NotesEnv { constructor() { throw new Error('nope') } }"), /does not load in the sandbox: Error: nope/],
   ["a syntax error in the class", (f: any) => (f.source = "class NotesEnv {"), /does not load/],
   ["a state that breaks the state schema", (f: any) => (f.scenarios[0].state_overrides = { next_note: "two" }), /notes-1: initial state does not fit state_schema: \/next_note must be integer/],

@@ -214,3 +214,60 @@ test("a task episode: a fenced JSON call runs, a garbled one is an invalid_actio
   const done = await e.step("All your notes are listed above.");
   expect(done).toMatchObject({ terminated: true, info: { end_reason: "text_reply", end_text: "All your notes are listed above." } });
 });
+
+test("action_methods: the env is told where an action of several calls starts and ends, may refuse it whole, and may give the texts rendered at its end", async () => {
+  // an executor like ACEBench's, which runs one model message's calls as a batch and renders the results after all of them
+  const src = `class Batch {
+    constructor(s) { this.items = s.items; this.log = []; this._open = null; }
+    add(a) { this.items.push(a.x); return this.items; }
+    fail() { throw new Error("bad"); }
+    _start(a) {
+      if (a.calls.some((c) => c.name === "veto")) throw new Error("a message with veto is unreadable");
+      this.log.push(a.calls.map((c) => c.name + ":" + JSON.stringify(c.arguments)).join(","));
+      this._open = [];
+      return null;
+    }
+    _end() {
+      const out = this._open.map((r) => (r === "fail" ? null : "at end: " + JSON.stringify(this.items)));
+      this._open = null;
+      return this.mode === "bad" ? [1] : this.mode === "none" ? null : out;
+    }
+    setmode(a) { this.mode = a.m; return "ok"; }
+  }
+  for (const k of ["add", "fail", "setmode"]) Batch.prototype[k] = ((f) => function (a) { this._open?.push(k === "fail" ? "fail" : "ok"); return f.call(this, a); })(Batch.prototype[k]);`;
+  const base = inlineBundle("batch", "Batch", src, ["add", "fail", "setmode"], { items: [] });
+  const b = new EnvBundle(base.dir, { ...base.manifest, action_methods: { start: "_start", end: "_end" } }, base.source, base.defaultState, base.scenarios, "batch-hash");
+  const e = new Episode({ bundle: b, scenario: b.scenario("batch-1")!, seed: 1, episodeId: "b" });
+  open.push(e);
+  await e.reset();
+  const two = await e.step([{ name: "add", arguments: { x: 1 } }, { name: "fail", arguments: {} }, { name: "nope", arguments: {} }, { name: "add", arguments: { x: 2 } }]);
+  // the end's texts replace the calls' own (both adds show the list after the whole action), a failed call keeps its error, the bridge's own refusal never reaches the env
+  expect(two.observation.tool_results!.map((r) => r.content)).toEqual([
+    "at end: [1,2]",
+    JSON.stringify({ error: { type: "tool_exception", message: "fail raised Error: bad" } }),
+    expect.stringContaining('"unknown_tool"'),
+    "at end: [1,2]",
+  ]);
+  expect(JSON.parse(e.stateJson()).log).toEqual(['add:{"x":1},fail:{},nope:null,add:{"x":2}']);
+  // the start raising refuses every call of the action: none runs, each says why
+  const vetoed = await e.step([{ name: "add", arguments: { x: 3 } }, { name: "veto", arguments: {} }]);
+  expect(vetoed.observation.tool_results!.map((r) => errorOf(r.content))).toEqual([
+    { type: "tool_exception", message: "not run: _start (the env's action start) raised Error: a message with veto is unreadable" },
+    { type: "tool_exception", message: "not run: _start (the env's action start) raised Error: a message with veto is unreadable" },
+  ]);
+  expect(JSON.parse(e.stateJson()).items).toEqual([1, 2]);
+  expect(vetoed.terminated).toBe(false);
+  // an end returning null keeps the calls' own texts
+  await e.step({ name: "setmode", arguments: { m: "none" } });
+  expect((await e.step({ name: "add", arguments: { x: 4 } })).observation.content).toBe("[1,2,4]");
+  // an end returning anything else ends the episode as env_output_invalid
+  // (the action that sets the mode ends with it)
+  const ended = await e.step({ name: "setmode", arguments: { m: "bad" } });
+  expect(ended).toMatchObject({ terminated: true, reward: 0, info: { end_reason: "env_fault", error: { code: "env_output_invalid", message: expect.stringContaining("_end (the env's action end) must return null or one string or null per call") } } });
+  expect(e.isDone).toBe(true);
+  // the methods must exist: a bundle naming one its class lacks does not start
+  const lacking = new EnvBundle(base.dir, { ...base.manifest, action_methods: { start: "_start", end: "_gone" } }, base.source, base.defaultState, base.scenarios, "batch-hash2");
+  const bad = new Episode({ bundle: lacking, scenario: lacking.scenario("batch-1")!, seed: 1, episodeId: "c" });
+  open.push(bad);
+  await expect(bad.reset()).rejects.toThrow(/no method _gone \(the manifest's action_methods.end\)/);
+});
