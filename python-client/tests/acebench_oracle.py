@@ -632,7 +632,9 @@ def main():
             tasks.append(record)
     with open(a.out, "w") as f:
         json.dump({"tasks": tasks, "stats": stats, "public_methods": sorted(methods), "unparseable_keywords": keywords}, f)
-    print(f"acebench oracle: {len(tasks)} tasks, {sum(len(v['calls']) for t in tasks for v in t['variants'] if 'calls' in v)} calls, {sum(len(m['calls']) for t in tasks for v in t['variants'] if 'messages' in v for m in v['messages'])} more in messages, {stats}", file=sys.stderr)
+    single = sum(len(v["calls"]) for t in tasks for v in t["variants"] if "calls" in v)
+    batched = sum(len(m["calls"]) for t in tasks for v in t["variants"] if "messages" in v for m in v["messages"])
+    print(f"acebench oracle: {len(tasks)} tasks, {single} calls, {batched} more in messages, {stats}", file=sys.stderr)
 
 
 if __name__ == "__main__":

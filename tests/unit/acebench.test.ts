@@ -205,10 +205,10 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
       const ep = r.info.episode_id;
       let last: Step | undefined;
       for (const [mi, m] of v.messages!.entries()) {
-        last = (await runtime.step(
+        last = await runtime.step(
           ep,
           m.calls.map((c) => ({ name: c.name, arguments: c.args })),
-        )) as unknown as Step;
+        );
         actions++;
         if (last.terminated || last.truncated) break;
         const texts = last.observation.tool_results!.map((t) => t.content);
@@ -225,8 +225,8 @@ describe.skipIf(!HAVE)(`ACEBench-Agent against the original classes, executor an
         const state = (JSON.parse(await runtime.state(ep)) as { state: unknown; acebench?: { process: string[] } }).state;
         if (!isDeepStrictEqual(state, m.view)) mismatches.push(`${label}: state ${JSON.stringify(state).slice(0, 300)} != ${JSON.stringify(m.view).slice(0, 300)}`);
       }
-      if (!last?.terminated) last = (await runtime.step(ep, "finish conversation")) as unknown as Step;
-      if (!last.terminated) last = (await runtime.finish(ep)) as unknown as Step;
+      if (!last?.terminated) last = await runtime.step(ep, "finish conversation");
+      if (!last.terminated) last = await runtime.finish(ep);
       if (processAccuracyOf(last.info.reward_info) !== v.verdict.process_accuracy) mismatches.push(`${task.id} [${v.kind}]: process accuracy ${processAccuracyOf(last.info.reward_info)}, official ${v.verdict.process_accuracy}`);
       if (last.reward !== (v.verdict.valid ? 1 : 0)) mismatches.push(`${task.id} [${v.kind}]: reward ${last.reward}, official ${JSON.stringify(v.verdict)}`);
       await runtime.closeEpisode(ep);
