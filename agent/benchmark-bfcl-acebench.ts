@@ -21,11 +21,11 @@ export const bfclCategoryOf = (scenarioId: string) => /^multi_turn_(.+)_\d+$/.ex
 export const bfcl: Benchmark = {
   name: "bfcl",
   describe: "BFCL v3 multi-turn (base, miss_func, miss_param, long_context: 200 tasks each), official checker per turn, accuracy per category",
-  prepare({ from, domain, out }) {
+  prepare({ from, domain, out, python }) {
     const cats = pick(BFCL_CATEGORIES, domain, "BFCL category");
-    const pkg = from || findBfclPackage();
+    const pkg = from || findBfclPackage(python);
     const bundles = join(out, "bundles");
-    importBfcl(pkg, bundles, cats);
+    importBfcl(pkg, bundles, cats, python);
     const hashes = bfclDataHashes(pkg);
     return {
       envs: [bundles],

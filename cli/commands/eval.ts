@@ -37,6 +37,7 @@ interface EvalArgs extends RolloutArgs {
   domain: string[];
   split: string;
   limit?: number;
+  python?: string;
 }
 
 export const evalCommand: CommandModule<object, EvalArgs> = {
@@ -45,13 +46,14 @@ export const evalCommand: CommandModule<object, EvalArgs> = {
   builder: (y: Argv) =>
     rolloutOptions(y)
       .positional("benchmark", { choices: Object.keys(BENCHMARKS), demandOption: true })
-      .option("from", { type: "string", describe: "the benchmark's data folder (taubench: ../shared/benchmarks/taubench; acebench: ../shared/benchmarks/acebench; bfcl: the bfcl_eval package folder, found with $BFCL_PYTHON or python3)" })
+      .option("from", { type: "string", describe: "the benchmark's data folder (taubench: ../shared/benchmarks/taubench; acebench: ../shared/benchmarks/acebench; bfcl: the bfcl_eval package folder, found with --python)" })
       .option("domain", { type: "string", array: true, default: [] as string[], describe: "only these domains or categories (taubench: retail, airline; bfcl: base, miss_func, miss_param, long_context; acebench: multi_step, multi_turn)" })
       .option("split", { type: "string", default: "test", describe: "task split" })
+      .option("python", { type: "string", describe: "bfcl: the Python interpreter that has bfcl-eval installed, as for `import bfcl` (default: $BFCL_PYTHON or python3)" })
       .option("limit", { type: "number", describe: "only the first N tasks of each domain (smoke runs; the report says so)" }) as unknown as Argv<EvalArgs>,
   handler: async (args: ArgumentsCamelCase<EvalArgs>) => {
     const bench = BENCHMARKS[args.benchmark]!;
-    const plan = bench.prepare({ from: args.from ?? bench.defaultFrom ?? "", domain: args.domain, split: args.split, out: args.out });
+    const plan = bench.prepare({ from: args.from ?? bench.defaultFrom ?? "", domain: args.domain, split: args.split, out: args.out, python: args.python });
     if (plan.needsUser && !args.userModel && !args.userBaseUrl)
       console.error(`envscaler eval ${args.benchmark}: no simulated user (--user-model/--user-base-url): each conversation ends after the agent's first reply, so the score is not comparable with published ones`);
     const scenarios = args.limit === undefined ? plan.scenarios : plan.scenarios.flatMap((p) => Array.from({ length: args.limit! }, (_, i) => p.replace(/\*$/, String(i))));
