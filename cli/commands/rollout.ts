@@ -4,6 +4,7 @@ import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { readSystemPromptFile, type AgentMode } from "../../agent/system-prompt.js";
 import { runRollout, type RolloutRun } from "../../agent/rollout.js";
 import type { RunSettings } from "../../agent/summarize.js";
+import { resolveUserConfig } from "../../bridge/episode/user-simulator.js";
 import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
@@ -115,7 +116,7 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
       },
       out: args.out,
       trajectoriesDir,
-      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null } : null },
+      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null, temperature: resolveUserConfig(user!).temperature } : null },
       progress: args.progress ?? Boolean(process.stderr.isTTY),
     });
     const t = run.results.totals;

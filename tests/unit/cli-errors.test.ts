@@ -77,6 +77,8 @@ test("the CLI: import and list failures are one `envscaler:` line with exit 1, n
     [["import", "acebench", "--category", "base", "--out", out], /^envscaler: base is not a category of ACEBench; its categories are: multi_step, multi_turn$/],
     // eval bfcl takes the same --python as import bfcl (it was "Unknown argument: python" under the whole help)
     [["eval", "bfcl", "--python", python, "--out", join(dir, "run"), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], /^envscaler: bfcl-eval is not importable with \S+python \(ModuleNotFoundError/],
+    // BFCL has one test set: --split train is refused, not silently ignored
+    [["eval", "bfcl", "--split", "train", "--python", python, "--out", join(dir, "run"), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], /^envscaler: BFCL multi-turn has no train split/],
     [["list", "--env", "nope"], /^envscaler: no env nope; the envs are: .*library-v1/],
     [["list", "--envs", join(dir, "missing")], /^envscaler: \S+missing: not a directory$/],
   ];
