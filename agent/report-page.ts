@@ -59,7 +59,7 @@ export function reportPage(r: RolloutResults, categories?: CategoryAccuracy): st
   ];
   const metrics = [...new Set(Object.values(categories ?? {}).flatMap((c) => Object.keys(c).filter((k) => !["episodes", "passed", "accuracy"].includes(k))))];
   const catRows = Object.entries(categories ?? {})
-    .map(([c, v]) => `<tr><td>${esc(c)}</td><td class="n">${v.passed}/${v.episodes}</td><td class="n">${num(v.accuracy, 3)}</td>${metrics.map((m) => `<td class="n">${v[m] === undefined ? "—" : num(v[m]!, 3)}</td>`).join("")}</tr>`)
+    .map(([c, v]) => `<tr><td>${esc(c)}</td><td class="n">${v.passed}/${v.episodes}</td><td class="n">${num(v.accuracy, 3)}</td>${metrics.map((m) => `<td class="n">${v[m] === undefined ? "—" : num(v[m], 3)}</td>`).join("")}</tr>`)
     .join("");
   const catTable = categories
     ? `<h2>Accuracy per category</h2><table id="per-category"><thead><tr><th>category</th><th class="n">passed</th><th class="n">accuracy</th>${metrics.map((m) => `<th class="n">${esc(m.replace(/_/g, " "))}</th>`).join("")}</tr></thead><tbody>${catRows}</tbody></table>\n`

@@ -32,6 +32,7 @@ export const importCommand: CommandModule<object, ImportArgs> = {
       .option("category", { choices: [...BFCL_CATEGORIES, ...ACEBENCH_CATEGORIES], array: true, describe: "bfcl, acebench: only these categories" })
       .option("python", { type: "string", describe: "bfcl: the Python interpreter that has bfcl-eval installed (default: $BFCL_PYTHON or python3)" }),
   // async: a throw becomes a rejection that main's fail handler prints as one line (a sync throw escapes as a stack trace)
+  // eslint-disable-next-line @typescript-eslint/require-await
   handler: async (args: ArgumentsCamelCase<ImportArgs>) => {
     if (args.source === "acebench") {
       const from = args.from ?? "../shared/benchmarks/acebench";

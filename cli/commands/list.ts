@@ -36,6 +36,7 @@ export const listCommand: CommandModule<object, ListArgs> = {
       .option("env", { type: "string", describe: "only this env id" })
       .option("json", { type: "boolean", default: false, describe: "print JSON" }),
   // async: a throw (an unknown --env, a missing folder) becomes a rejection main prints as one line, not a stack trace
+  // eslint-disable-next-line @typescript-eslint/require-await
   handler: async (args: ArgumentsCamelCase<ListArgs>) => {
     const { envs } = listing(args);
     if (args.json) {

@@ -38,7 +38,7 @@ export function findBfclPackage(python = process.env.BFCL_PYTHON ?? "python3"): 
   } catch (e) {
     const err = e as { stderr?: string; message: string };
     const last = (err.stderr ?? "").trim().split("\n").pop() || err.message.split("\n")[0];
-    throw new Error(`bfcl-eval is not importable with ${python} (${last}): install it (pip install --no-deps bfcl-eval==${BFCL_EVAL_VERSION} mpmath==1.3.0), point --python or $BFCL_PYTHON at an interpreter that has it, or pass --from <its bfcl_eval folder>`);
+    throw new Error(`bfcl-eval is not importable with ${python} (${last}): install it (pip install --no-deps bfcl-eval==${BFCL_EVAL_VERSION} mpmath==1.3.0), point --python or $BFCL_PYTHON at an interpreter that has it, or pass --from <its bfcl_eval folder>`, { cause: e });
   }
 }
 
