@@ -21,11 +21,12 @@ export const bfclCategoryOf = (scenarioId: string) => /^multi_turn_(.+)_\d+$/.ex
 export const bfcl: Benchmark = {
   name: "bfcl",
   describe: "BFCL v3 multi-turn (base, miss_func, miss_param, long_context: 200 tasks each), official checker per turn, accuracy per category",
-  prepare({ from, domain, out }) {
+  prepare({ from, domain, split, out, python }) {
+    if (split !== "test") throw new Error(`BFCL multi-turn has no ${split} split: its tasks are one test set (leave --split out)`);
     const cats = pick(BFCL_CATEGORIES, domain, "BFCL category");
-    const pkg = from || findBfclPackage();
+    const pkg = from || findBfclPackage(python);
     const bundles = join(out, "bundles");
-    importBfcl(pkg, bundles, cats);
+    importBfcl(pkg, bundles, cats, python);
     const hashes = bfclDataHashes(pkg);
     return {
       envs: [bundles],
@@ -56,7 +57,8 @@ export const acebench: Benchmark = {
   name: "acebench",
   defaultFrom: "../shared/benchmarks/acebench",
   describe: "ACEBench-Agent English (multi_step: 20 tasks, multi_turn: 30 conversations with a simulated user), end-to-end state accuracy per category",
-  prepare({ from, domain, out }) {
+  prepare({ from, domain, split, out }) {
+    if (split !== "test") throw new Error(`ACEBench-Agent has no ${split} split: its tasks are one test set (leave --split out)`);
     const cats = pick(ACEBENCH_CATEGORIES, domain, "ACEBench category");
     if (!existsSync(join(from, "data", "data_agent_multi_step.json"))) throw new Error(`${from} is not an ACEBench agent folder: pass --from (e.g. ../shared/benchmarks/acebench)`);
     const bundles = join(out, "bundles");
@@ -72,7 +74,7 @@ export const acebench: Benchmark = {
         name: "acebench",
         split: cats.join(", "),
         data_version: `ACEBench ${ACEBENCH_COMMIT.slice(0, 7)} (English agent data), data sha256 ${acebenchDataHash(from)}`,
-        protocol: "multi_step: the question, then the agent until a text reply; multi_turn: a simulated user with ACEBench's user prompt; reward: ACEBench's end-to-end check of the saved class attributes (all or nothing)",
+        protocol: "multi_step: the question, then the agent until a reply containing \"finish conversation\" (a text reply without it is answered with ACEBench's continue prompt); multi_turn: a simulated user with ACEBench's user prompt; reward: ACEBench's end-to-end check of the saved class attributes (all or nothing)",
       },
     };
   },

@@ -26,6 +26,8 @@ export interface BenchmarkArgs {
   split: string;
   /** The run folder; a benchmark may write its bundles under it. */
   out: string;
+  /** bfcl: the Python interpreter with bfcl-eval (default $BFCL_PYTHON or python3). */
+  python?: string;
 }
 
 export interface Benchmark {

@@ -33,7 +33,10 @@ tr:target{background:#fef9c3}`;
  * numbers, pass^k, per-env and per-scenario tables, failures by kind linked to the episodes, and
  * each episode linked to its own page when the trajectory was at hand.
  */
-export function reportPage(r: RolloutResults): string {
+/** A benchmark's official accuracy per category (`eval bfcl|acebench`), with its further figures (ACEBench's process accuracy). */
+export type CategoryAccuracy = Record<string, { episodes: number; passed: number; accuracy: number; [metric: string]: number }>;
+
+export function reportPage(r: RolloutResults, categories?: CategoryAccuracy): string {
   const s = r.settings;
   const t = r.totals;
   const ks = Object.keys(t.pass_hat_k);
@@ -41,18 +44,26 @@ export function reportPage(r: RolloutResults): string {
   const card = (id: string, label: string, value: string) => `<div class="card" id="${id}"><div class="v">${esc(value)}</div><div class="l">${esc(label)}</div></div>`;
   const settings: [string, string][] = [
     ...(s.benchmark ? ([["benchmark", `${s.benchmark.name} (${s.benchmark.split}; ${s.benchmark.protocol})`], ["data version", s.benchmark.data_version]] as [string, string][]) : []),
+    ...(s.benchmark?.not_comparable ?? []).map((w): [string, string] => ["NOT COMPARABLE", w]),
     ["agent model", s.model],
     ["endpoint", s.base_url],
     ["agent mode", s.agent_mode],
     ["sampling", JSON.stringify(s.sampling)],
     ["system prompt", s.system_prompt],
-    ["user simulator", s.user ? `${s.user.model ?? "(default)"} @ ${s.user.base_url ?? "(env)"}` : "none"],
+    ["user simulator", s.user ? `${s.user.model ?? "(default)"} @ ${s.user.base_url ?? "(env)"}${s.user.temperature !== undefined ? ` · temperature ${s.user.temperature}` : ""}` : "none"],
     ["trials per scenario", String(s.trials)],
     ["max steps", s.max_steps === null ? "the scenario's" : String(s.max_steps)],
     ["base seed", String(s.seed)],
     ["scenarios", `${r.per_scenario.length} (${s.scenarios.join(", ")})`],
     ["run", `${r.started} → ${r.finished} · ${r.episodes.length}/${r.planned} episodes`],
   ];
+  const metrics = [...new Set(Object.values(categories ?? {}).flatMap((c) => Object.keys(c).filter((k) => !["episodes", "passed", "accuracy"].includes(k))))];
+  const catRows = Object.entries(categories ?? {})
+    .map(([c, v]) => `<tr><td>${esc(c)}</td><td class="n">${v.passed}/${v.episodes}</td><td class="n">${num(v.accuracy, 3)}</td>${metrics.map((m) => `<td class="n">${v[m] === undefined ? "—" : num(v[m], 3)}</td>`).join("")}</tr>`)
+    .join("");
+  const catTable = categories
+    ? `<h2>Accuracy per category</h2><table id="per-category"><thead><tr><th>category</th><th class="n">passed</th><th class="n">accuracy</th>${metrics.map((m) => `<th class="n">${esc(m.replace(/_/g, " "))}</th>`).join("")}</tr></thead><tbody>${catRows}</tbody></table>\n`
+    : "";
   const passCols = ks.map((k) => `<th class="n">pass^${k}</th>`).join("");
   const envRows = r.per_env
     .map((e) => `<tr><td>${esc(e.env_id)}</td><td class="n">${e.episodes}</td><td class="n">${num(e.mean_reward, 3)}</td><td class="n">${pct(e.success_rate)}</td>${ks.map((k) => `<td class="n">${pct(e.pass_hat_k[k])}</td>`).join("")}</tr>`)
@@ -74,7 +85,7 @@ export function reportPage(r: RolloutResults): string {
 <main>
 <section class="cards" id="totals">${card("mean-reward", "mean reward", num(t.mean_reward, 3))}${card("success-rate", "success rate", pct(t.success_rate))}${ks.map((k) => card(`pass-${k}`, `pass^${k}`, pct(t.pass_hat_k[k]))).join("")}${card("steps", "steps / episode", num(t.mean_steps, 1))}${card("tokens", "tokens / episode", `${Math.round(t.mean_prompt_tokens)}+${Math.round(t.mean_completion_tokens)}`)}${card("tps", "completion tokens per second of model time (prompt processing included)", num(t.completion_tokens_per_s, 1))}${card("retries", "model call retries", String(t.model_retries))}</section>
 <h2>Settings</h2><dl class="settings" id="settings">${settings.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join("")}</dl>
-<h2>Per env</h2><table id="per-env"><thead><tr><th>env</th><th class="n">episodes</th><th class="n">mean reward</th><th class="n">success</th>${passCols}</tr></thead><tbody>${envRows}</tbody></table>
+${catTable}<h2>Per env</h2><table id="per-env"><thead><tr><th>env</th><th class="n">episodes</th><th class="n">mean reward</th><th class="n">success</th>${passCols}</tr></thead><tbody>${envRows}</tbody></table>
 <h2>Failures by kind</h2><table id="failures"><thead><tr><th>kind</th><th class="n">episodes</th><th class="n">occurrences</th><th>episodes affected</th></tr></thead><tbody>${failRows}</tbody></table>
 <h2>Per scenario</h2><table id="per-scenario"><thead><tr><th>scenario</th><th>env</th><th class="n">successes</th><th class="n">mean reward</th><th class="n">steps</th><th class="n">tokens</th></tr></thead><tbody>${scenRows}</tbody></table>
 <h2>Episodes</h2><table id="episodes"><thead><tr><th>episode</th><th class="n">seed</th><th class="n">reward</th><th>end</th><th class="n">steps</th><th class="n">tokens (prompt+completion)</th><th class="n">model s</th><th>failures</th></tr></thead><tbody>${epRows}</tbody></table>

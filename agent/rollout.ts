@@ -129,8 +129,10 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutRun> {
  * for the same model, extend a run and are allowed.)
  */
 function episodeDeterminants(s: RunSettings): Record<string, unknown> {
-  const { model, agent_mode, system_prompt, sampling, max_steps, user, benchmark, seed } = s;
-  return { model, agent_mode, system_prompt, sampling: JSON.parse(JSON.stringify(sampling)) as unknown, max_steps, user_model: user?.model ?? null, benchmark, seed };
+  const { model, agent_mode, system_prompt, sampling, max_steps, user, seed } = s;
+  // eval --limit only says how many tasks ran (more extend a run); the split itself counts
+  const benchmark = s.benchmark && { name: s.benchmark.name, data_version: s.benchmark.data_version, split: s.benchmark.split.replace(/ \(first .* only\)$/, ""), protocol: s.benchmark.protocol };
+  return { model, agent_mode, system_prompt, sampling: JSON.parse(JSON.stringify(sampling)) as unknown, max_steps, user_model: user?.model ?? null, user_temperature: user?.temperature ?? null, benchmark, seed };
 }
 
 /** Records the run's settings in `out/run.json`, or refuses a folder whose earlier run had other ones. */

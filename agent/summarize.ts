@@ -4,7 +4,7 @@ import { FAILURE_KINDS, type EpisodeOutcome, type FailureKind } from "./run-epis
 /** What a run was: enough to compare its numbers with another run's (or a paper's table). */
 export interface RunSettings {
   /** The benchmark protocol (`eval`), or null for a plain rollout. */
-  benchmark: { name: string; data_version: string; split: string; protocol: string } | null;
+  benchmark: { name: string; data_version: string; split: string; protocol: string; /** Why the score is not comparable with published ones (a changed step cap, no simulated user). */ not_comparable?: string[] } | null;
   model: string;
   base_url: string;
   agent_mode: string;
@@ -13,7 +13,7 @@ export interface RunSettings {
   sampling: Record<string, unknown>;
   trials: number;
   max_steps: number | null;
-  user: { model: string | null; base_url: string | null } | null;
+  user: { model: string | null; base_url: string | null; temperature?: number } | null;
   scenarios: string[];
   seed: number;
 }

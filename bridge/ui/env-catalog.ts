@@ -8,14 +8,15 @@ import { ApiError } from "./http-util.js";
 /**
  * Where a bundle came from. Manifests carry no provenance field, so it is inferred from the files
  * around the bundle: `envscaler synth` leaves `<run>/envs/<env>/` next to `<run>/report.json` and
- * `<run>/build/<env>/build-report.json`; `envscaler import taubench` writes `taubench-*` bundles;
- * the envs shipped with the package are hand-written.
+ * `<run>/build/<env>/build-report.json`; `envscaler import taubench|bfcl|acebench` writes
+ * `taubench-*`, `bfcl-*` and `acebench-*` bundles; the rest is a local folder we know nothing about
+ * (neutral: an imported or synthesized bundle copied elsewhere is not hand-written).
  */
 export type Provenance =
   | { kind: "synth"; run: string }
   | { kind: "import"; from: string }
   | { kind: "bundled" }
-  | { kind: "hand-written" };
+  | { kind: "local" };
 
 interface Rejection {
   item: string;
@@ -57,9 +58,11 @@ export function provenanceOf(bundle: EnvBundle): Provenance {
   const run = dirname(dirname(bundle.dir));
   if (basename(dirname(bundle.dir)) === "envs" && existsSync(join(run, "report.json"))) return { kind: "synth", run };
   if (/^taubench-/.test(bundle.id)) return { kind: "import", from: "tau-bench (envscaler import taubench)" };
+  if (/^bfcl-/.test(bundle.id)) return { kind: "import", from: "BFCL v3 multi-turn (envscaler import bfcl)" };
+  if (/^acebench-/.test(bundle.id)) return { kind: "import", from: "ACEBench-Agent (envscaler import acebench)" };
   const shipped = resolve(BUNDLED_ENVS) + sep;
   if ((bundle.dir + sep).startsWith(shipped)) return { kind: "bundled" };
-  return { kind: "hand-written" };
+  return { kind: "local" };
 }
 
 function synthEvidence(bundle: EnvBundle, run: string): SynthEvidence {

@@ -41,6 +41,11 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
       const near = closeMatches(args.scenario, all.map((s) => s.id));
       throw new Error(`no scenario ${args.scenario}${near.length ? `; did you mean ${near.join(", ")}?` : ""} (\`npx envscaler list\` lists them all)`);
     }
+    // BFCL and ACEBench tasks ship no reference solution: playing nothing would score 0 and say nothing about why
+    if (!scenario.reference_actions?.length && !scenario.reference_messages?.length)
+      throw new Error(
+        `scenario ${scenario.id} has no reference solution to play (imported BFCL and ACEBench tasks have none): play it by hand with the Python client (envscaler.launch(envs=[${JSON.stringify(args.envs)}])) or \`npx envscaler ui --envs ${args.envs}\`, or score a model on it with \`npx envscaler eval\` / \`npx envscaler rollout\``,
+      );
 
     process.env.ENVSCALER_LOG_LEVEL ??= "warn";
     const supervisor = new Supervisor({ envs: [args.envs], endpoint: args.endpoint, replicas: 1, logger: createLogger("envscaler-demo") });

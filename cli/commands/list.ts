@@ -35,7 +35,9 @@ export const listCommand: CommandModule<object, ListArgs> = {
       .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folder(s), or folders of bundles (default: the bundled envs)" })
       .option("env", { type: "string", describe: "only this env id" })
       .option("json", { type: "boolean", default: false, describe: "print JSON" }),
-  handler: (args: ArgumentsCamelCase<ListArgs>) => {
+  // async: a throw (an unknown --env, a missing folder) becomes a rejection main prints as one line, not a stack trace
+  // eslint-disable-next-line @typescript-eslint/require-await
+  handler: async (args: ArgumentsCamelCase<ListArgs>) => {
     const { envs } = listing(args);
     if (args.json) {
       console.log(JSON.stringify(args.what === "envs" ? envs.map(({ scenarios, ...e }) => ({ ...e, scenario_count: scenarios.length })) : args.what === "scenarios" ? envs.flatMap((e) => e.scenarios.map((s) => ({ ...s, env_id: e.env_id }))) : envs));

@@ -6,6 +6,7 @@ import { OutcomeLog } from "../../agent/outcome-log.js";
 import { runRollout, type RolloutRun } from "../../agent/rollout.js";
 import { ABORTING_KINDS } from "../../agent/run-episode.js";
 import type { RunSettings } from "../../agent/summarize.js";
+import { resolveUserConfig } from "../../bridge/episode/user-simulator.js";
 import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
@@ -118,7 +119,7 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
       },
       out: args.out,
       trajectoriesDir,
-      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null } : null },
+      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null, temperature: resolveUserConfig(user!).temperature } : null },
       progress,
       // no bar (stderr not a terminal, e.g. under nohup): a line per episode, so a slow model's run can be watched
       onEpisode: progress ? undefined : (o) => process.stderr.write(`episode ${o.key} done: reward ${o.reward.toFixed(3)}, ${o.steps} steps, ${o.end_reason ?? "no end"}${o.failures.length ? `, failures: ${[...new Set(o.failures.map((f) => f.kind))].join(" ")}` : ""}, ${(o.wall_ms / 1000).toFixed(0)} s\n`),

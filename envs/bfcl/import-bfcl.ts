@@ -33,9 +33,12 @@ const SOURCES = import.meta.url.endsWith(".ts") ? import.meta.dirname : resolve(
 /** The installed bfcl-eval package folder, found through a Python interpreter. */
 export function findBfclPackage(python = process.env.BFCL_PYTHON ?? "python3"): string {
   try {
-    return execFileSync(python, ["-c", "import bfcl_eval, os; print(os.path.dirname(bfcl_eval.__file__))"], { encoding: "utf8" }).trim();
-  } catch {
-    throw new Error(`bfcl-eval is not importable with ${python}: install it (pip install --no-deps bfcl-eval==${BFCL_EVAL_VERSION} mpmath==1.3.0) or pass --from <its bfcl_eval folder>`);
+    // stderr is captured, not inherited: the user gets one line saying what to do, not a Python traceback
+    return execFileSync(python, ["-c", "import bfcl_eval, os; print(os.path.dirname(bfcl_eval.__file__))"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+  } catch (e) {
+    const err = e as { stderr?: string; message: string };
+    const last = (err.stderr ?? "").trim().split("\n").pop() || err.message.split("\n")[0];
+    throw new Error(`bfcl-eval is not importable with ${python} (${last}): install it (pip install --no-deps bfcl-eval==${BFCL_EVAL_VERSION} mpmath==1.3.0), point --python or $BFCL_PYTHON at an interpreter that has it, or pass --from <its bfcl_eval folder>`, { cause: e });
   }
 }
 
@@ -394,9 +397,9 @@ function scenarioOf(e: BfclEntry, gt: string[][] | undefined, envId: string, cat
 }
 
 /** A fingerprint of the data files, printed in reports (the scores depend on the data version). */
-export function bfclDataHashes(pkg: string): Record<string, string> {
+export function bfclDataHashes(pkg: string, categories: readonly BfclCategory[] = BFCL_CATEGORIES): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const cat of BFCL_CATEGORIES) {
+  for (const cat of categories) {
     for (const [kind, path] of [["question", join(pkg, "data", `BFCL_v4_multi_turn_${cat}.json`)], ["possible_answer", join(pkg, "data", "possible_answer", `BFCL_v4_multi_turn_${cat}.json`)]] as const) {
       out[`${kind}/${cat}`] = createHash("sha256").update(readFileSync(path)).digest("hex").slice(0, 16);
     }

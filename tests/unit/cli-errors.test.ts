@@ -63,3 +63,29 @@ test("the CLI: list prints envs and scenarios; a mistyped scenario lists close m
   expect(noEpisode.stderr.trim()).toBe(`envscaler: ${empty} is empty: it holds no trajectory records`);
   expect(noEpisode.stderr).not.toMatch(/\n\s+at /);
 }, 180_000);
+
+test("the CLI: import and list failures are one `envscaler:` line with exit 1, no Node stack or Python traceback; categories are per benchmark", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "envscaler-cli-"));
+  // an interpreter without bfcl-eval, as a fresh machine has: a traceback on stderr, exit 1
+  const python = join(dir, "python");
+  writeFileSync(python, `#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho '  File "<string>", line 1, in <module>' >&2\necho "ModuleNotFoundError: No module named 'bfcl_eval'" >&2\nexit 1\n`, { mode: 0o755 });
+  const out = join(dir, "out");
+  const cases: [string[], RegExp][] = [
+    [["import", "bfcl", "--python", python, "--out", out], /^envscaler: bfcl-eval is not importable with \S+python \(ModuleNotFoundError: No module named 'bfcl_eval'\): install it .*--python or \$BFCL_PYTHON/],
+    [["import", "acebench", "--from", join(dir, "nope"), "--out", out], /^envscaler: \S+nope is not an ACEBench agent data folder/],
+    [["import", "bfcl", "--category", "multi_step", "--from", join(dir, "nope"), "--out", out], /^envscaler: multi_step is not a category of BFCL; its categories are: base, miss_func, miss_param, long_context$/],
+    [["import", "acebench", "--category", "base", "--out", out], /^envscaler: base is not a category of ACEBench; its categories are: multi_step, multi_turn$/],
+    // eval bfcl takes the same --python as import bfcl (it was "Unknown argument: python" under the whole help)
+    [["eval", "bfcl", "--python", python, "--out", join(dir, "run"), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], /^envscaler: bfcl-eval is not importable with \S+python \(ModuleNotFoundError/],
+    // BFCL has one test set: --split train is refused, not silently ignored
+    [["eval", "bfcl", "--split", "train", "--python", python, "--out", join(dir, "run"), "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], /^envscaler: BFCL multi-turn has no train split/],
+    [["list", "--env", "nope"], /^envscaler: no env nope; the envs are: .*library-v1/],
+    [["list", "--envs", join(dir, "missing")], /^envscaler: \S+missing: not a directory$/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await envscaler(...args);
+    expect(r.code, args.join(" ")).toBe(1);
+    expect(r.stderr.trim(), args.join(" ")).toMatch(message);
+    expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+  }
+}, 300_000);

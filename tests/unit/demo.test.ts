@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { expect, test } from "vitest";
@@ -31,4 +33,20 @@ test("a failing command prints one line and exits 1; a path without bundles fail
   const usage = await fail(["no-such-command"]);
   expect(usage.code).toBe(1);
   expect(usage.stderr).toMatch(/Unknown argument: no-such-command/);
+}, 60_000);
+
+test("demo on a scenario without a reference solution (as imported BFCL/ACEBench tasks are) says so and what to do instead, instead of scoring 0", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "envscaler-demo-"));
+  cpSync(join(FIXTURES, "notes"), join(dir, "notes"), { recursive: true });
+  const file = join(dir, "notes", "scenarios.json");
+  const scenarios = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>[];
+  for (const s of scenarios) { delete s.reference_actions; delete s.reference_messages; }
+  writeFileSync(file, JSON.stringify(scenarios));
+  const r = await run(process.execPath, ["--import", "tsx", CLI, "demo", "--envs", dir, "--scenario", "notes-1"]).then(
+    () => { throw new Error("demo succeeded"); },
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
+  expect(r.code).toBe(1);
+  expect(r.stdout).not.toMatch(/reward/);
+  expect(r.stderr.trim()).toMatch(/^envscaler: scenario notes-1 has no reference solution to play .*envscaler\.launch\(envs=\[.*`npx envscaler ui --envs .*`npx envscaler eval`/);
 }, 60_000);

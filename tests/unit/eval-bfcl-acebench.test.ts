@@ -98,7 +98,13 @@ test.skipIf(!existsSync(join(ACE, "data")))(`envscaler eval acebench: multi-step
     expect(stdout).toContain("accuracy per category: multi_step 0.500 (1/2), process 0.500");
     const cats = JSON.parse(readFileSync(join(out, "categories.json"), "utf8")) as { categories: Record<string, unknown> };
     expect(cats.categories).toEqual({ multi_step: { episodes: 2, passed: 1, accuracy: 0.5, process_accuracy: 0.5 } });
+    // the report page shows the same official figures, and the protocol's real end rule
+    const page = readFileSync(join(out, "report.html"), "utf8");
+    expect(page).toMatch(/<table id="per-category">.*<th class="n">process accuracy<\/th>.*<tr><td>multi_step<\/td><td class="n">1\/2<\/td><td class="n">0\.500<\/td><td class="n">0\.500<\/td><\/tr>/s);
+    expect(page).not.toContain("NOT COMPARABLE");
     const r = readResults(out);
+    expect(r.settings.benchmark!.protocol).toContain('until a reply containing "finish conversation"');
+    expect(r.settings.benchmark!.not_comparable).toBeUndefined();
     expect(r.settings.benchmark).toMatchObject({ name: "acebench", split: "multi_step (first 2 tasks per domain only)" });
     expect(r.settings.benchmark!.data_version).toMatch(/^ACEBench e6db74b \(English agent data\), data sha256 [0-9a-f]{16}$/);
     expect(r.episodes.map((e) => [e.scenario_id, e.reward])).toEqual([["agent_multi_step_0", 1], ["agent_multi_step_1", 0]]);
@@ -125,9 +131,17 @@ test.skipIf(!existsSync(join(ACE, "reference")))("envscaler eval acebench: a mul
   });
   const out = tmp();
   try {
-    const { stdout } = await cli(["eval", "acebench", "--from", ACE, "--domain", "multi_turn", "--limit", "1", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--user-model", "user-sim", "--user-base-url", fixture.baseURL, "--out", out]);
+    const { stdout, stderr } = await cli(["eval", "acebench", "--from", ACE, "--domain", "multi_turn", "--limit", "1", "--model", "agent", "--base-url", fixture.baseURL, "--api-key", "k", "--user-model", "user-sim", "--user-base-url", fixture.baseURL, "--max-steps", "12", "--out", out]);
     expect(stdout).toContain("accuracy per category: multi_turn 1.000 (1/1), process 1.000");
     const r = readResults(out);
+    // the simulated user's temperature is part of the settings; a step cap of our own makes the score not comparable
+    expect(r.settings.user).toMatchObject({ model: "user-sim", temperature: 0.7 });
+    expect(stderr).toMatch(/--max-steps 12 caps every episode, unlike the benchmark's protocol .*not comparable/);
+    const cats = JSON.parse(readFileSync(join(out, "categories.json"), "utf8")) as { benchmark: { not_comparable?: string[] } };
+    expect(cats.benchmark.not_comparable).toEqual([expect.stringMatching(/^--max-steps 12 caps every episode/)]);
+    const page = readFileSync(join(out, "report.html"), "utf8");
+    expect(page).toMatch(/<dt>NOT COMPARABLE<\/dt><dd>--max-steps 12 caps every episode/);
+    expect(page).toContain("user-sim @ " + fixture.baseURL + " · temperature 0.7");
     expect(r.episodes.map((e) => [e.scenario_id, e.reward, e.end_reason])).toEqual([["agent_multi_turn_0", 1, "user_stop"]]);
     const userSystem = fixture.requests.find((q) => q.model === "user-sim")!.messages[0]!.content;
     expect(userSystem).toContain("You are a user interacting with an agent.");

@@ -9,7 +9,9 @@ import { episodePage } from "../../bridge/record/episode-page.js";
 import { selectForSft } from "../../bridge/record/sft-export.js";
 import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
 import { encodeRecord } from "../../bridge/record/trajectory-writer.js";
+import { provenanceOf } from "../../bridge/ui/env-catalog.js";
 import { UiServer } from "../../bridge/ui/ui-server.js";
+import type { EnvBundle } from "../../envs/load-bundle.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
@@ -41,12 +43,19 @@ afterAll(async () => {
 });
 
 describe("envs", () => {
+  test("imported BFCL and ACEBench bundles are labelled imported, an unknown folder neutrally (not hand-written)", () => {
+    const at = (id: string) => provenanceOf({ id, dir: join(dir, id) } as EnvBundle);
+    expect(at("bfcl-base-gorilla-v1")).toEqual({ kind: "import", from: expect.stringMatching(/^BFCL .*envscaler import bfcl/) });
+    expect(at("acebench-multi-step-phone-v1")).toEqual({ kind: "import", from: expect.stringMatching(/^ACEBench.*envscaler import acebench/) });
+    expect(at("mine-v1")).toEqual({ kind: "local" });
+  });
+
   test("every env with its tools, state schema, scenarios and provenance; search narrows the list", async () => {
     const { body: all } = await call("/api/envs");
     const ids = all.envs.map((e: Json) => e.id);
     expect(ids).toEqual(expect.arrayContaining(["notes-v1", "hostile-v1", "library-v1"]));
     const prov = Object.fromEntries(all.envs.map((e: Json) => [e.id, e.provenance.kind]));
-    expect(prov).toMatchObject({ "notes-v1": "synth", "hostile-v1": "hand-written", "library-v1": "bundled" });
+    expect(prov).toMatchObject({ "notes-v1": "synth", "hostile-v1": "local", "library-v1": "bundled" });
 
     expect((await call("/api/envs?q=circulation")).body.envs.map((e: Json) => e.id)).toEqual(["library-v1"]);
     // words match tool names and scenario tasks too, all of them

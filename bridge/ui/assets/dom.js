@@ -84,6 +84,6 @@ export function badge(text, kind = "") {
 
 export function provenanceBadge(p) {
   if (!p) return null;
-  const label = { synth: "synth run", import: "imported", bundled: "bundled", "hand-written": "hand-written" }[p.kind] ?? p.kind;
+  const label = { synth: "synth run", import: "imported", bundled: "bundled", local: "local folder" }[p.kind] ?? p.kind;
   return badge(label, `prov-${p.kind}`);
 }

@@ -111,7 +111,7 @@ function provenance(env) {
   const p = env.provenance;
   const where = h("p", "Bundle folder: ", h("code", env.dir), h("br"), "Content hash: ", h("code", env.content_hash.slice(0, 16)));
   if (p.kind === "bundled") return [h("p", "Hand-written, shipped with envscaler."), where];
-  if (p.kind === "hand-written") return [h("p", "Hand-written (no synth run or importer left its files next to this bundle)."), where];
+  if (p.kind === "local") return [h("p", "A local bundle folder (no synth run or importer left its files next to it)."), where];
   if (p.kind === "import") return [h("p", `Imported from ${p.from}.`), where];
   const s = env.synth;
   return [
