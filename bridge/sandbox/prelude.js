@@ -247,7 +247,9 @@
     const keys = baseKeys(coll);
     // python-format envs parse each record with Py.parse (far slower than JSON.parse) and often
     // stop at the first match, so they keep reading records one by one
-    const all = keys.length <= BULK_KEYS && pyValues === null ? JSONParse(hostRead("all", coll.name, "")) : null;
+    // (the host answers nothing when the records add up to over 1 MiB of text: those stay lazy)
+    const allText = keys.length <= BULK_KEYS && pyValues === null ? hostRead("all", coll.name, "") : undefined;
+    const all = allText === undefined ? null : JSONParse(allText);
     let index = false;
     for (const k of keys) {
       if (isIndexKey(k)) index = true;

@@ -41,7 +41,7 @@ export class StateBase {
   /** Set by fromStateText (python-format envs): what the guest reads. */
   private python: PythonTexts | undefined;
   /** Per collection, the answer to the guest's "all" read (the base is shared, so it is built once). */
-  private allCache = new Map<string, string>();
+  private allCache = new Map<string, string | null>();
 
   private constructor(
     readonly keys: string[],
@@ -171,18 +171,23 @@ export class StateBase {
     return this.values.get(key);
   }
 
+  /** A record's text as the guest reads it (python-format envs: as their file wrote it). */
+  private textOf(collection: string, id: string): string | undefined {
+    return this.python?.records.get(collection)?.get(id) ?? this.record(collection, id);
+  }
+
   /** Answers the guest's lazy reads (see HostRead). */
   read(op: string, collection: string, id: string): string | undefined {
-    if (op === "get") return this.python?.records.get(collection)?.get(id) ?? this.record(collection, id);
+    if (op === "get") return this.textOf(collection, id);
     if (op === "keys") return this.idsJson(collection);
     if (op === "has") return this.collections.get(collection)?.records.has(id) ? "1" : "0";
     if (op === "all") {
       let text = this.allCache.get(collection);
       if (text === undefined) {
-        text = allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i));
+        text = allRecordsJson(this.ids(collection), (i) => this.textOf(collection, i));
         this.allCache.set(collection, text);
       }
-      return text;
+      return text ?? undefined;
     }
     return undefined;
   }
@@ -240,7 +245,7 @@ export class StateView {
     const changed = this.records.get(collection);
     if (!changed?.size) return this.base.read(op, collection, id);
     if (op === "keys") return JSON.stringify(this.ids(collection));
-    if (op === "all") return allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i));
+    if (op === "all") return allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i)) ?? undefined;
     const mine = changed.get(id);
     if (mine === undefined) return this.base.read(op, collection, id);
     if (op === "get") return mine ?? undefined;
@@ -288,11 +293,19 @@ function initialTop(base: StateBase): Map<string, string | { collection: true }>
  * answers them (python-format envs: their own text), so one host call and one parse replace a call
  * per record when an env enumerates a collection (see populate in bridge/sandbox/prelude.js).
  */
-function allRecordsJson(ids: readonly string[], text: (id: string) => string | undefined): string {
+function allRecordsJson(ids: readonly string[], text: (id: string) => string | undefined): string | null {
   const parts: string[] = [];
+  let size = 0;
   for (const id of ids) {
     const t = text(id);
-    if (t !== undefined) parts.push(`${JSON.stringify(id)}:${JSON.stringify(t)}`);
+    if (t === undefined) continue;
+    const part = `${JSON.stringify(id)}:${JSON.stringify(t)}`;
+    // large records stay lazily loaded: an env that only lists keys must not pull megabytes in
+    if ((size += part.length) > ALL_MAX_CHARS) return null;
+    parts.push(part);
   }
   return `{${parts.join(",")}}`;
 }
+
+/** The most an "all" read answers with; a larger collection is read record by record. @unit UTF-16 code units */
+const ALL_MAX_CHARS = 1 << 20;

@@ -19,8 +19,8 @@ const SOURCE = `class Big {
   replace_all() { this.rows = { only: { n: 1, hist: [] } }; return true; }
 }`;
 
-function bigBundle(rows: number): EnvBundle {
-  const state = { rows: Object.fromEntries(Array.from({ length: rows }, (_, i) => [`r${i}`, { n: i, hist: [], pad: "x".repeat(200) }])), meta: { v: 1 } };
+function bigBundle(rows: number, pad = 200): EnvBundle {
+  const state = { rows: Object.fromEntries(Array.from({ length: rows }, (_, i) => [`r${i}`, { n: i, hist: [], pad: "x".repeat(pad) }])), meta: { v: 1 } };
   const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "sum", "replace_all"].map((name) => ({
     type: "function" as const,
     function: { name, description: name, parameters: { type: "object" as const, properties: {}, additionalProperties: true } },
@@ -29,15 +29,37 @@ function bigBundle(rows: number): EnvBundle {
   return new EnvBundle("/virtual/big", manifest, SOURCE, state, new Map(), "hash");
 }
 
-function counting(base: StateBase): { base: StateBase; reads: () => number } {
+function counting(base: StateBase): { base: StateBase; reads: () => number; bulk: () => number } {
   let reads = 0;
+  let bulk = 0;
   const original = base.read.bind(base);
   base.read = (op, c, id) => {
-    if (op === "get" || op === "all") reads++;
-    return original(op, c, id);
+    const text = original(op, c, id);
+    if (op === "get") reads++;
+    if (op === "all" && text !== undefined) bulk++;
+    return text;
   };
-  return { base, reads: () => reads };
+  return { base, reads: () => reads, bulk: () => bulk };
 }
+
+test("an enumerated collection comes in at once when small, and stays lazy when its records add up to over 1 MiB", async () => {
+  const small = bigBundle(50);
+  const a = counting(bundleStateBase(small));
+  const s = await EnvSession.open(small, a.base, { seed: 1 });
+  expect(s.call("count", {})).toMatchObject({ json: "50" });
+  expect([a.bulk(), a.reads()]).toEqual([1, 0]);
+  expect(s.call("sum", {})).toMatchObject({ json: String((50 * 49) / 2) });
+  expect(a.reads()).toBe(0); // already in
+  s.dispose();
+  const large = bigBundle(200, 10_000); // ~2 MB of records: listing keys must not pull them in
+  const b = counting(bundleStateBase(large));
+  const t = await EnvSession.open(large, b.base, { seed: 1 });
+  expect(t.call("count", {})).toMatchObject({ json: "200" });
+  expect([b.bulk(), b.reads()]).toEqual([0, 0]);
+  expect(t.call("bump", { id: "r3" }).diff).toContainEqual({ op: "replace", path: "/rows/r3/n", value: 4, old: 3 });
+  expect(b.reads()).toBe(1);
+  t.dispose();
+});
 
 test("a large state is not loaded or copied per episode: only touched records cross into the sandbox", async () => {
   const bundle = bigBundle(20_000); // ~5 MB of JSON
