@@ -26,6 +26,14 @@ async function shot(name: string): Promise<void> {
   expect(statSync(path).size).toBeGreaterThan(10_000);
 }
 
+/** Calls add_note through the page's tool form and waits for its diff. */
+async function addNoteByForm(page: Page, note: { user_id: string; title: string; body: string }): Promise<void> {
+  await page.selectOption("#tool-select", { label: "add_note" });
+  for (const [name, value] of Object.entries(note)) await page.fill(`#tool-form-box [name="${name}"]`, value);
+  await page.click("#tool-form-box button[type=submit]");
+  await page.waitForSelector("#diff li.op-add");
+}
+
 describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (needs ${CHROMIUM})`, () => {
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -85,12 +93,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     expect(await tab.textContent("#seed-used")).toBe("7");
     expect(await tab.locator("#checks li.fail").count()).toBe(3);
 
-    await tab.selectOption("#tool-select", { label: "add_note" });
-    await tab.fill('#tool-form-box [name="user_id"]', "u2");
-    await tab.fill('#tool-form-box [name="title"]', "todo");
-    await tab.fill('#tool-form-box [name="body"]', "call mom");
-    await tab.click("#tool-form-box button[type=submit]");
-    await tab.waitForSelector("#diff li.op-add");
+    await addNoteByForm(tab, { user_id: "u2", title: "todo", body: "call mom" });
     expect(await tab.textContent("#diff li.op-add")).toMatch(/\/notes\/n\d+.*call mom/);
     // the check that now holds flipped, the others still fail
     await tab.waitForSelector("#checks li.flipped");
@@ -186,12 +189,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
       expect(await page.textContent("#transcript .msg.user")).toMatch(/How many notes do I have/);
       // scored live on a fork, which asks the simulated user nothing
       expect(await page.locator("#checks li.fail").count()).toBe(2);
-      await page.selectOption("#tool-select", { label: "add_note" });
-      await page.fill('#tool-form-box [name="user_id"]', "u3");
-      await page.fill('#tool-form-box [name="title"]', "x");
-      await page.fill('#tool-form-box [name="body"]', "y");
-      await page.click("#tool-form-box button[type=submit]");
-      await page.waitForSelector("#diff li.op-add");
+      await addNoteByForm(page, { user_id: "u3", title: "x", body: "y" });
       expect(await page.locator("#checks li.pass.flipped").textContent()).toMatch(/Has Carol got a note 'x'\?/);
       expect(user.requests).toHaveLength(1);
       await page.fill("#raw-text", "You have 1 note. I added 'x'.");
@@ -217,12 +215,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     await tab.click("#start");
     await tab.waitForSelector("#checks li.fail");
     expect(await tab.isDisabled("#undo")).toBe(true);
-    await tab.selectOption("#tool-select", { label: "add_note" });
-    await tab.fill('#tool-form-box [name="user_id"]', "u2");
-    await tab.fill('#tool-form-box [name="title"]', "todo");
-    await tab.fill('#tool-form-box [name="body"]', "call mom");
-    await tab.click("#tool-form-box button[type=submit]");
-    await tab.waitForSelector("#diff li.op-add");
+    await addNoteByForm(tab, { user_id: "u2", title: "todo", body: "call mom" });
     await tab.fill("#raw-text", '<tool_call>{"name": "delete_note", "arguments": {"note_id": "n1"}}</tool_call>');
     await tab.press("#raw-text", "Control+Enter");
     await tab.waitForFunction(() => document.querySelectorAll("#checks li.pass").length === 3);
