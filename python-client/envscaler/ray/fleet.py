@@ -349,6 +349,16 @@ class EnvFleet:
             ray.kill(self.registry, no_restart=True)
         except Exception:
             pass
+        # ray.kill only asks: the name stays resolvable until the GCS marks the actor dead, and a
+        # caller that starts a fleet of the same name right after would find the dying one
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                ray.get_actor(self.name, namespace=self.namespace)
+            except ValueError:
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"the fleet registry {self.name!r} was still listed {timeout:.0f} s after it was killed")
 
     def __enter__(self) -> EnvFleet:
         return self
