@@ -253,7 +253,7 @@
     let index = false;
     for (const k of keys) {
       if (isIndexKey(k)) index = true;
-      if (!own(coll.loaded, k) && all !== null && own(all, k)) coll.loaded[k] = parseStateText(all[k]);
+      if (!own(coll.loaded, k) && all !== null && own(all, k)) coll.loaded[k] = all[k];
       if (own(coll.loaded, k)) {
         ObjectDefineProperty(t, k, { value: view(coll, k, coll.loaded[k]), writable: true, enumerable: true, configurable: true });
       } else {

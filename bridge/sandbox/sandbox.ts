@@ -5,7 +5,10 @@ import { SandboxFault } from "./sandbox-fault.js";
 
 const PRELUDE = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
 
-/** Reads state on the guest's behalf: ("get", collection, id) → record JSON, ("keys", c) → JSON id list, ("has", c, id) → "1"/"0", ("all", c) → JSON object of id → record JSON text, or nothing when that is over 1 MiB. */
+/**
+ * Reads state on the guest's behalf: ("get", collection, id) → record JSON, ("keys", c) → JSON id list, ("has", c, id) → "1"/"0",
+ * ("all", c) → JSON object of id → record (JSON-format envs: the texts spliced in, so the guest parses once), or nothing when over 1 MiB.
+ */
 export type HostRead = (op: string, collection: string, id: string) => string | undefined;
 
 /** What a sandbox runs: one env instance and its tools, or check functions over read-only states. */

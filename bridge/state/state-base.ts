@@ -176,12 +176,19 @@ export class StateBase {
     return this.python?.records.get(collection)?.get(id) ?? this.record(collection, id);
   }
 
+  /** Whether records are JSON text the "all" read can splice (not a python-format env's own text). */
+  get jsonRecords(): boolean {
+    return this.python === undefined;
+  }
+
   /** Answers the guest's lazy reads (see HostRead). */
   read(op: string, collection: string, id: string): string | undefined {
     if (op === "get") return this.textOf(collection, id);
     if (op === "keys") return this.idsJson(collection);
     if (op === "has") return this.collections.get(collection)?.records.has(id) ? "1" : "0";
     if (op === "all") {
+      // python-format record texts are not JSON to splice (and those envs read record by record)
+      if (!this.jsonRecords) return undefined;
       let text = this.allCache.get(collection);
       if (text === undefined) {
         text = allRecordsJson(this.ids(collection), (i) => this.textOf(collection, i));
@@ -245,7 +252,7 @@ export class StateView {
     const changed = this.records.get(collection);
     if (!changed?.size) return this.base.read(op, collection, id);
     if (op === "keys") return JSON.stringify(this.ids(collection));
-    if (op === "all") return allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i)) ?? undefined;
+    if (op === "all") return this.base.jsonRecords ? (allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i)) ?? undefined) : undefined;
     const mine = changed.get(id);
     if (mine === undefined) return this.base.read(op, collection, id);
     if (op === "get") return mine ?? undefined;
@@ -289,8 +296,8 @@ function initialTop(base: StateBase): Map<string, string | { collection: true }>
 }
 
 /**
- * The guest's "all" read: every record of a collection as `{id: record text}`, the texts as "get"
- * answers them (python-format envs: their own text), so one host call and one parse replace a call
+ * The guest's "all" read: every record of a collection as `{id: record}`, the record texts as "get"
+ * answers them spliced in (JSON-format envs only), so one host call and one parse replace a call
  * per record when an env enumerates a collection (see populate in bridge/sandbox/prelude.js).
  */
 function allRecordsJson(ids: readonly string[], text: (id: string) => string | undefined): string | null {
@@ -299,7 +306,7 @@ function allRecordsJson(ids: readonly string[], text: (id: string) => string | u
   for (const id of ids) {
     const t = text(id);
     if (t === undefined) continue;
-    const part = `${JSON.stringify(id)}:${JSON.stringify(t)}`;
+    const part = `${JSON.stringify(id)}:${t}`;
     // large records stay lazily loaded: an env that only lists keys must not pull megabytes in
     if ((size += part.length) > ALL_MAX_CHARS) return null;
     parts.push(part);

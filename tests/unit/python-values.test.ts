@@ -6,7 +6,7 @@ import { describe, expect, test } from "vitest";
 import { checkBundle } from "../../bridge/check/check-bundle.js";
 import { EnvSession } from "../../bridge/episode/env-session.js";
 import { bundleStateBase } from "../../bridge/state/bundle-state.js";
-import { StateBase } from "../../bridge/state/state-base.js";
+import { StateBase, StateView } from "../../bridge/state/state-base.js";
 import { loadBundle } from "../../envs/load-bundle.js";
 
 // The Py layer as the guest gets it (an expression), here evaluated in Node.
@@ -175,6 +175,12 @@ describe("observation_format in the sandbox", () => {
     expect(over.ids("t")).toEqual(["5", "x", "1", "0"]);
     expect(over.read("get", "t", "5")).toBe('{"a":2}');
     expect(over.read("get", "t", "x")).toBe("2");
+    // no bulk read of python texts (not JSON to splice), unchanged or changed; a JSON base answers one
+    expect(base.read("all", "t", "")).toBeUndefined();
+    expect(new StateView(base, new Map([["t", new Map([["x", "3"]])]])).read("all", "t", "")).toBeUndefined();
+    const json = StateBase.fromState(JSON.parse(text));
+    expect(JSON.parse(json.read("all", "t", "")!)).toEqual({ "5": { a: 1 }, x: 2, "1": [3] });
+    expect(JSON.parse(new StateView(json, new Map([["t", new Map([["x", "3"]])]])).read("all", "t", "")!)).toEqual({ "5": { a: 1 }, x: 3, "1": [3] });
   });
 
   test("envscaler check runs a python env whose results are plain text", async () => {
