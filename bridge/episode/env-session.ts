@@ -150,6 +150,13 @@ export class EnvSession implements Disposable {
     return v.text === undefined ? { kind: "result", json: v.result, diff } : { kind: "result", json: v.result, text: v.text, diff };
   }
 
+  /** How many Math.random draws the guest made since it was configured (0: nothing so far depended on the seed). */
+  randomDraws(): number {
+    const out = this.sandbox.dispatch("draws");
+    if (!out.ok || typeof out.value !== "number") throw new SandboxFault("env_crashed", "draws: the guest's answer is not a number");
+    return out.value;
+  }
+
   stateHash(): string {
     return this.tracker.stateHash();
   }

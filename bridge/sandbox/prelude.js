@@ -54,7 +54,11 @@
   // every machine. Configured after the env's class is evaluated (images are taken before any
   // episode exists), so top-level code of an env runs unseeded, once per env, never per episode.
   let a = 0, b = 0, c = 0, d = 0;
+  // draws since configure: an episode that drew none did not depend on its seed (the host reuses
+  // one reference replay for every seed of such a scenario)
+  let draws = 0;
   function random() {
+    draws++;
     a |= 0; b |= 0; c |= 0; d |= 0;
     const t = (((a + b) | 0) + d) | 0;
     d = (d + 1) | 0;
@@ -73,6 +77,7 @@
     const c2 = JSONParse(json);
     a = c2.seed[0] | 0; b = c2.seed[1] | 0; c = c2.seed[2] | 0; d = c2.seed[3] | 0;
     for (let i = 0; i < 12; i++) random();
+    draws = 0;
     clockMs = c2.clockMs;
     tickMs = c2.tickMs;
     return null;
@@ -556,6 +561,7 @@
       return threw === null ? { result: resultJson, text, changes } : { error: threw, changes };
     },
     methods() { return methodNames(instance); },
+    draws() { return draws; },
     configure,
   };
 
