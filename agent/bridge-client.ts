@@ -29,7 +29,7 @@ type Result = Record<string, unknown>;
  */
 export class BridgeClient {
   private readonly socket = new Dealer();
-  private readonly pending = new Map<number, { resolve: (r: Result) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<number, { resolve: (r: Result) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; arrived?: (at: number) => void }>();
   private nextId = 1;
   private sendTail: Promise<void> = Promise.resolve();
   private readonly loop: Promise<void>;
@@ -55,6 +55,7 @@ export class BridgeClient {
         if (!p) continue;
         this.pending.delete(reply.id);
         clearTimeout(p.timer);
+        p.arrived?.(performance.now());
         if (reply.ok) p.resolve(expandStep(reply.result!));
         else p.reject(new BridgeError(reply.error!.code, reply.error!.message));
       }
@@ -64,13 +65,29 @@ export class BridgeClient {
   }
 
   request<T = Result>(op: string, fields: Record<string, unknown> = {}): Promise<T> {
+    return this.send<T>(op, fields);
+  }
+
+  /**
+   * A request, and how long its reply took to reach this client: from the call to the moment the
+   * socket reader took the reply in. Unlike timing the awaited promise, that leaves out the time
+   * this process's event loop was busy with other work before the caller resumed.
+   */
+  async requestTimed<T = Result>(op: string, fields: Record<string, unknown> = {}): Promise<{ value: T; ms: number }> {
+    const t = performance.now();
+    let at = NaN;
+    const value = await this.send<T>(op, fields, (x) => (at = x));
+    return { value, ms: at - t };
+  }
+
+  private send<T>(op: string, fields: Record<string, unknown>, arrived?: (at: number) => void): Promise<T> {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new BridgeError("timeout", `no reply to ${op} within ${this.timeoutMs} ms`));
       }, this.timeoutMs);
-      this.pending.set(id, { resolve: resolve as (r: Result) => void, reject, timer });
+      this.pending.set(id, { resolve: resolve as (r: Result) => void, reject, timer, ...(arrived ? { arrived } : {}) });
       this.sendTail = this.sendTail.then(() => this.socket.send(encodeFrame({ v: PROTOCOL_VERSION, id, op, ...fields }))).catch((e: unknown) => {
         clearTimeout(timer);
         this.pending.delete(id);

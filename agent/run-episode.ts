@@ -3,7 +3,8 @@ import { EndpointError, type AgentMessage, type ModelClient, type Usage } from "
 import { systemPrompt, type AgentMode, type ScenarioMode } from "./system-prompt.js";
 
 /** What the loop needs of the bridge: its request call (a BridgeClient, or the playground's in-process episodes). */
-export type AgentBridge = Pick<BridgeClient, "request">;
+/** What the loop needs of a bridge; with `requestTimed`, bridge time ends when a reply reaches the client (see BridgeClient.requestTimed). */
+export type AgentBridge = Pick<BridgeClient, "request"> & Partial<Pick<BridgeClient, "requestTimed">>;
 
 /** Why an episode went wrong, as the report counts it. */
 export type FailureKind =
@@ -53,7 +54,11 @@ export interface EpisodeOutcome {
   model_calls: number;
   /** Sum over the model calls made in this run (cache hits count 0). @unit ms */
   model_ms: number;
-  /** Time spent waiting on the bridge's replies (reset, step, finish, close). @unit ms */
+  /**
+   * Time spent waiting on the bridge's replies (reset, step, finish, close): from each request to
+   * its reply reaching this process's socket reader; the wait for this process's own event loop to
+   * resume the episode after that is the agent's. @unit ms
+   */
   bridge_ms: number;
   /** @unit ms */
   wall_ms: number;
@@ -126,10 +131,14 @@ export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: 
   const fail = (kind: FailureKind, step: number, message: string) => out.failures.push({ kind, step, message });
   const ask = async <T>(op: string, fields: Record<string, unknown>): Promise<T> => {
     const t = performance.now();
+    let timed: { value: T; ms: number } | undefined;
     try {
-      return await bridge.request<T>(op, fields);
+      if (!bridge.requestTimed) return await bridge.request<T>(op, fields);
+      timed = await bridge.requestTimed<T>(op, fields);
+      return timed.value;
     } finally {
-      out.bridge_ms += performance.now() - t;
+      // a failed request counts whole, as does one through a bridge that cannot time its replies
+      out.bridge_ms += timed ? timed.ms : performance.now() - t;
     }
   };
   let session: string | null = null;

@@ -6,7 +6,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { parentPort, workerData } from "node:worker_threads";
 import { EnvRegistry } from "../../envs/registry.js";
 import { Episode, EpisodeStateError, type EpisodeSnapshot, type StepResult } from "../episode/episode.js";
-import { EnvLoadError } from "../episode/env-session.js";
+import { EnvLoadError, warmEnv } from "../episode/env-session.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { OpenAIUserSimulator, UserSimulatorError, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
@@ -18,6 +18,8 @@ process.env.TZ = "UTC";
 interface WorkerInit {
   envPaths: string[];
   watch: SharedArrayBuffer;
+  /** Episodes of this worker to ready sandboxes for before it says it is ready (see RuntimeOptions.warmSessions). */
+  warmSessions: number;
 }
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -201,4 +203,6 @@ function accept(req: EngineRequest & { slot: number }): void {
     if (tails.get(req.episode) === done && (req.op === "close" || (!ok && !hosted.has(req.episode)))) tails.delete(req.episode);
   });
 }
+// an env that does not load is reported by its first reset, as without warming
+if (init.warmSessions > 0) for (const bundle of registry.list()) await warmEnv(bundle, init.warmSessions).catch(() => undefined);
 port.postMessage({ ready: true });

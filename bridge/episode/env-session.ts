@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { OncePerKey } from "../sandbox/once-per-key.js";
-import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
+import { GuestEvalError, prefillInstances, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateBase } from "../state/state-base.js";
@@ -67,6 +67,14 @@ const envImages = new OncePerKey<SandboxImage>();
 
 function envImage(bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImage> {
   return envImages.get(`${bundle.contentHash}:${JSON.stringify(limits)}`, () => buildEnvImage(bundle, limits));
+}
+
+/**
+ * Builds this thread's image of the env and readies wasm instances for `sessions` of its episodes
+ * (envs with the same memory cap share them), so the first burst of resets pays neither.
+ */
+export async function warmEnv(bundle: EnvBundle, sessions: number): Promise<void> {
+  await prefillInstances(await envImage(bundle, limitsFor(bundle)), sessions);
 }
 
 let imagesBuilt = 0;

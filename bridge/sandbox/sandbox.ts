@@ -102,6 +102,17 @@ function refill(maxBytes: number): void {
   });
 }
 
+/**
+ * Makes fresh instances for `image` until `n` wait in its pool (the pool then keeps them: refill
+ * only tops up to FRESH_PER_CAP). A burst of resets then restores into them instead of
+ * instantiating on the request path (about 1.3-3 ms each, most of a cold reset).
+ */
+export async function prefillInstances(image: SandboxImage, n: number): Promise<number> {
+  const pool = poolFor(image.machine.maxBytes);
+  while (pool.fresh.length + pool.recycled.length < n) pool.fresh.push(await instantiate(image.machine.maxBytes));
+  return pool.fresh.length + pool.recycled.length;
+}
+
 /** An instance to restore an image into: recycled first (no instantiation at all), else fresh. */
 async function takeInstance(maxBytes: number, fresh: boolean): Promise<BlankInstance> {
   const pool = poolFor(maxBytes);

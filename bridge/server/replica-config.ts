@@ -19,6 +19,8 @@ export interface ReplicaConfig {
   maxRestartsPerMinute: number;
   /** @unit ms */
   hardStopGraceMs: number;
+  /** Episodes to ready sandboxes for before serving (see RuntimeOptions.warmSessions). */
+  warmSessions: number;
   /** The runtime's per-episode limits (see RuntimeOptions). */
   episodeLimits: EpisodeLimits;
 }

@@ -18,7 +18,8 @@ async function main(config: ReplicaConfig): Promise<void> {
   const zap = config.curve ? await ZapHandler.start(config.curve.allow) : null;
   // one file per replica process: a restarted replica never appends behind a torn tail
   const recorder = config.recordDir ? new TrajectoryWriter(join(config.recordDir, `replica-${config.replica}-${new Date().toISOString().replace(/[:.]/g, "")}-${process.pid}.jsonl`), { onFailure: config.recordFailure, onUnavailable: (reason) => log.error({ reason }, "recording unavailable") }) : null;
-  const runtime = await EnvRuntime.start({ envs: config.envs, workers: config.workers, user: config.user, recorder, maxRestartsPerMinute: config.maxRestartsPerMinute, hardStopGraceMs: config.hardStopGraceMs, ...config.episodeLimits });
+  const { envs, workers, user, maxRestartsPerMinute, hardStopGraceMs, warmSessions } = config;
+  const runtime = await EnvRuntime.start({ envs, workers, user, recorder, maxRestartsPerMinute, hardStopGraceMs, warmSessions, ...config.episodeLimits });
   const server = new BridgeServer({ runtime, endpoint: config.endpoint, replica: config.replica, previousInstances: config.previousInstances, limits: config.limits, curve: config.curve, logger: log });
   const endpoint = await server.start();
   log.info({ endpoint, instance: server.instance, curve: Boolean(config.curve), recording: recorder?.path ?? null }, "replica serving");

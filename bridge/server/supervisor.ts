@@ -29,6 +29,8 @@ export interface SupervisorOptions {
   maxRestartsPerMinute?: number;
   /** How long past its own deadline a guest call may run before the watchdog stops its worker. @unit ms @default 1000 */
   hardStopGraceMs?: number;
+  /** Episodes each replica readies sandboxes for before it serves (see RuntimeOptions.warmSessions). @default 0 */
+  warmSessions?: number;
   /** Per-episode limits of every replica's runtime (snapshots, action sizes; see RuntimeOptions). */
   episodeLimits?: EpisodeLimits;
   /** Called when a replica is given up on (`envscaler serve` then stops and exits non-zero). */
@@ -146,6 +148,7 @@ export class Supervisor {
       maxRestartsPerMinute: this.options.maxRestartsPerMinute ?? 10,
       hardStopGraceMs: this.options.hardStopGraceMs ?? 1000,
       episodeLimits: this.options.episodeLimits ?? {},
+      warmSessions: this.options.warmSessions ?? 0,
     };
     child.send(config);
     return new Promise<void>((resolve, reject) => {

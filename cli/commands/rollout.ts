@@ -95,7 +95,9 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
   } else {
     process.env.ENVSCALER_LOG_LEVEL ??= "warn";
     trajectoriesDir = join(resolve(args.out), "trajectories");
-    supervisor = new Supervisor({ envs: args.envs, endpoint: "tcp://127.0.0.1:*", replicas: args.replicas, workers: args.workers, user, recordDir: trajectoriesDir, logger: createLogger("envscaler-rollout") });
+    // its episodes start together: each replica readies sandboxes for its share of them before the first reset
+    const warmSessions = Math.ceil(args.concurrency / Math.max(1, args.replicas));
+    supervisor = new Supervisor({ envs: args.envs, endpoint: "tcp://127.0.0.1:*", replicas: args.replicas, workers: args.workers, warmSessions, user, recordDir: trajectoriesDir, logger: createLogger("envscaler-rollout") });
     endpoints = (await supervisor.start()).endpoints;
   }
   const progress = args.progress ?? Boolean(process.stderr.isTTY);

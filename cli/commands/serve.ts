@@ -10,6 +10,7 @@ interface ServeArgs {
   endpoint: string;
   replicas: number;
   workers: number;
+  warmSessions: number;
   connectionFile?: string;
   curve: boolean;
   curveAllow?: string;
@@ -66,6 +67,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("endpoint", { type: "string", default: "tcp://127.0.0.1:5555", describe: "replica 0's endpoint; replica i gets port+i (use port * for free ports)" })
       .option("replicas", { type: "number", default: 1, describe: "replica processes" })
       .option("workers", { type: "number", default: 1, describe: "engine worker threads per replica" })
+      .option("warm-sessions", { type: "number", default: 0, describe: "episodes per replica to ready sandboxes for before serving (every env loaded, wasm instances made), so a first burst of that many resets is as fast as later ones" })
       .option("connection-file", { type: "string", describe: "write endpoints (and CurveZMQ keys) here once serving" })
       .option("curve", { type: "boolean", default: false, describe: "require CurveZMQ even on loopback (always on for other addresses)" })
       .option("curve-allow", { type: "string", describe: "file of extra allowed client public keys (Z85), one per line" })
@@ -98,6 +100,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       endpoint: args.endpoint,
       replicas: args.replicas,
       workers: args.workers,
+      warmSessions: args.warmSessions,
       connectionFile: args.connectionFile,
       curve: args.curve,
       curveAllow: allow,

@@ -246,6 +246,33 @@ describe("dormant sandboxes", () => {
     }
   });
 
+  test("warmEnv readies instances ahead: a burst of that many resets instantiates none on the way", async () => {
+    const { warmEnv } = await import("../../bridge/episode/env-session.js");
+    // a memory cap of its own, so its pool holds only what this test made
+    const base = polluterBundle("warm-hash");
+    const burst = (bundle: EnvBundle, tag: string) => {
+      const eps = Array.from({ length: 12 }, (_, i) => new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `${tag}${i}` }));
+      return Promise.all(eps.map((e) => e.reset())).then(() => eps);
+    };
+    const capped = (mb: number, hash: string) => new EnvBundle(base.dir, EnvManifest.parse({ ...base.manifest, limits: { memory_mb: mb } }), base.source, base.defaultState, base.scenarios, hash);
+
+    const cold = capped(37, "cold-hash");
+    let made = pooledInstances().instantiated;
+    const coldEps = await burst(cold, "cold");
+    expect(pooledInstances().instantiated - made).toBeGreaterThan(8); // the image builder's, and about one per reset
+    coldEps.forEach((e) => e.close());
+
+    const warm = capped(39, "warm2-hash");
+    await warmEnv(warm, 12);
+    expect(pooledInstances().fresh).toBeGreaterThanOrEqual(12);
+    made = pooledInstances().instantiated;
+    const warmEps = await burst(warm, "warm");
+    // at most the pool's background top-up (made after the instances were taken), never one per reset
+    expect(pooledInstances().instantiated - made).toBeLessThanOrEqual(4);
+    expect((await Promise.all(warmEps.map((e) => e.step({ name: "add", arguments: { id: "y" } })))).map(content)).toEqual(Array(12).fill("2"));
+    warmEps.forEach((e) => e.close());
+  });
+
   test("beyond the live limit, sandboxes sleep as images and wake exactly where they were", async () => {
     const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
     setMaxLiveSandboxes(3);

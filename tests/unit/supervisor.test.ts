@@ -95,6 +95,22 @@ test("CurveZMQ: the connection file's client key is served; unlisted keys and pl
   }
 });
 
+test("warmSessions: a replica readies sandboxes before it serves; a burst that size is served, and requests are timed to their arrival", async () => {
+  const sup = new Supervisor({ envs: [FIXTURES], endpoint: "tcp://127.0.0.1:*", replicas: 1, workers: 2, warmSessions: 6, logger: silent });
+  const client = new BridgeClient((await sup.start()).endpoints[0]!, { timeoutMs: 30_000 });
+  try {
+    const t = performance.now();
+    const opened = await Promise.all(Array.from({ length: 6 }, (_, i) => client.requestTimed<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: i })));
+    const wall = performance.now() - t;
+    for (const o of opened) expect(o.ms > 0 && o.ms <= wall).toBe(true);
+    const steps = await Promise.all(opened.map((o) => client.request<{ terminated: boolean }>("step", { session_id: o.value.session_id, action: ref[0] })));
+    expect(steps.map((x) => x.terminated)).toEqual(Array(6).fill(false));
+  } finally {
+    client.close();
+    await sup.stop();
+  }
+});
+
 test("a replica that cannot be kept running is given up on, and the owner is told", async () => {
   let gaveUp = -1;
   const sup = new Supervisor({ envs: [FIXTURES], endpoint: "tcp://127.0.0.1:*", replicas: 1, maxRestartsPerMinute: 0, onGiveUp: (r) => (gaveUp = r), logger: silent });
@@ -135,8 +151,8 @@ test("`envscaler serve` takes the limits from its flags and exits 1 when a repli
     } finally {
       client.close();
     }
-    // every child of the supervisor is a replica (there is one)
-    const replicas = execFileSync("pgrep", ["-P", String(serve.pid)], { encoding: "utf8" }).trim().split("\n").map(Number);
+    // the supervisor's replica children (there is one); tsx may also run its esbuild service as a child
+    const replicas = execFileSync("pgrep", ["-P", String(serve.pid), "-f", "replica-main"], { encoding: "utf8" }).trim().split("\n").map(Number);
     expect(replicas).toHaveLength(1);
     process.kill(replicas[0]!, "SIGKILL");
     const timeout = new Promise<string>((resolve) => setTimeout(() => resolve("still running 20 s after its replica died"), 20_000).unref());
