@@ -83,6 +83,12 @@ async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progre
   const m = bundle.manifest;
   const called = new Set([...bundle.scenarios.values()].flatMap((s) => (s.reference_actions ?? []).map((a) => a.name)));
   const validator = ToolValidator.for(m.tools);
+  try {
+    validator.compileAll();
+  } catch (e) {
+    report.problems.push(`manifest.json: ${(e as Error).message}`);
+    return;
+  }
   const unprobed: string[] = [];
   for (const tool of m.tools) {
     const name = tool.function.name;

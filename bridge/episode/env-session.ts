@@ -7,6 +7,7 @@ import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateBase } from "../state/state-base.js";
 import { StateTracker, type GuestChanges } from "../state/state-tracker.js";
+import { ToolValidator } from "./tool-validator.js";
 import type { StateView } from "../state/state-base.js";
 
 /** The outcome of one tool call inside the env. */
@@ -75,6 +76,7 @@ function envImage(bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImag
  */
 export async function warmEnv(bundle: EnvBundle, sessions: number): Promise<void> {
   await prefillInstances(await envImage(bundle, limitsFor(bundle)), sessions);
+  ToolValidator.for(bundle.manifest.tools).compileAll();
 }
 
 let imagesBuilt = 0;

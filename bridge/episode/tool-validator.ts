@@ -7,11 +7,15 @@ import type { ToolSchema } from "../../envs/bundle-schema.js";
  * the agent can read and fix, not a silently ignored key.
  */
 export class ToolValidator {
-  private readonly validators = new Map<string, ValidateFunction>();
-  // compiling a schema costs ~1 ms; an env's tools are compiled once, not per episode
+  private readonly schemas = new Map<string, Record<string, unknown>>();
+  /** Compiled on a tool's first check (about 1 ms a schema: an env of 20 tools made every first reset 20-40 ms). */
+  private readonly validators = new Map<string, ValidateFunction | { error: string }>();
+  // OpenAPI's numeric formats (BFCL marks floats with format: "float") describe, not constrain: accept them silently
+  private readonly ajv = new Ajv({ allErrors: true, strict: false, formats: { float: true, double: true, int32: true, int64: true } });
+  // an env's tools are compiled once per thread, not per episode
   private static readonly cache = new WeakMap<readonly ToolSchema[], ToolValidator>();
 
-  /** The validator of a tool list, compiled on first use and shared by every episode of the env. */
+  /** The validator of a tool list, shared by every episode of the env. */
   static for(tools: readonly ToolSchema[]): ToolValidator {
     let v = ToolValidator.cache.get(tools);
     if (!v) ToolValidator.cache.set(tools, (v = new ToolValidator(tools)));
@@ -19,27 +23,47 @@ export class ToolValidator {
   }
 
   constructor(tools: readonly ToolSchema[]) {
-    // OpenAPI's numeric formats (BFCL marks floats with format: "float") describe, not constrain: accept them silently
-    const ajv = new Ajv({ allErrors: true, strict: false, formats: { float: true, double: true, int32: true, int64: true } });
     for (const t of tools) {
       const params = t.function.parameters as Record<string, unknown>;
-      const schema = "additionalProperties" in params ? params : { ...params, additionalProperties: false };
-      this.validators.set(t.function.name, ajv.compile(schema));
+      this.schemas.set(t.function.name, "additionalProperties" in params ? params : { ...params, additionalProperties: false });
     }
   }
 
+  /** Compiles every tool's schema now (warming a replica, `envscaler check`); throws on the first that does not compile. */
+  compileAll(): void {
+    for (const name of this.schemas.keys()) {
+      const v = this.validator(name);
+      if (v && "error" in v) throw new Error(v.error);
+    }
+  }
+
+  private validator(name: string): ValidateFunction | { error: string } | undefined {
+    let v = this.validators.get(name);
+    if (v) return v;
+    const schema = this.schemas.get(name);
+    if (!schema) return undefined;
+    try {
+      v = this.ajv.compile(schema);
+    } catch (e) {
+      v = { error: `the parameters schema of tool ${name} does not compile: ${(e as Error).message}` };
+    }
+    this.validators.set(name, v);
+    return v;
+  }
+
   has(name: string): boolean {
-    return this.validators.has(name);
+    return this.schemas.has(name);
   }
 
   get names(): string[] {
-    return [...this.validators.keys()];
+    return [...this.schemas.keys()];
   }
 
   /** null when valid, else a readable message naming every problem. */
   check(name: string, args: Record<string, unknown>): string | null {
-    const v = this.validators.get(name);
+    const v = this.validator(name);
     if (!v) return `unknown tool ${name}`;
+    if ("error" in v) return v.error;
     if (v(args)) return null;
     return (v.errors ?? [])
       .map((e) => {

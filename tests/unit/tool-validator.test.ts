@@ -1,0 +1,22 @@
+import { expect, test } from "vitest";
+import { ToolValidator } from "../../bridge/episode/tool-validator.js";
+import type { ToolSchema } from "../../envs/bundle-schema.js";
+
+const tool = (name: string, parameters: Record<string, unknown>): ToolSchema => ({ type: "function", function: { name, description: name, parameters: parameters as ToolSchema["function"]["parameters"] } });
+
+test("schemas compile on a tool's first check; a schema that does not compile is a readable answer for that tool only, and compileAll throws it", () => {
+  const tools = [
+    tool("ok", { type: "object", properties: { id: { type: "string" } }, required: ["id"] }),
+    tool("broken", { type: "object", properties: { n: { type: "integer", minimum: "zero" } } }),
+  ];
+  const v = new ToolValidator(tools);
+  expect(v.names).toEqual(["ok", "broken"]);
+  expect(v.check("ok", { id: "a" })).toBeNull();
+  expect(v.check("ok", { id: 1 })).toBe("'id' must be string");
+  expect(v.check("ok", { id: "a", x: 1 })).toBe("unexpected argument 'x'");
+  expect(v.check("nope", {})).toBe("unknown tool nope");
+  expect(v.check("broken", { n: 1 })).toMatch(/^the parameters schema of tool broken does not compile: /);
+  expect(() => v.compileAll()).toThrow(/tool broken does not compile/);
+  expect(() => new ToolValidator(tools.slice(0, 1)).compileAll()).not.toThrow();
+  expect(ToolValidator.for(tools)).toBe(ToolValidator.for(tools));
+});
