@@ -267,8 +267,9 @@ describe("dormant sandboxes", () => {
     expect(pooledInstances().fresh).toBeGreaterThanOrEqual(12);
     made = pooledInstances().instantiated;
     const warmEps = await burst(warm, "warm");
-    // at most the pool's background top-up (made after the instances were taken), never one per reset
-    expect(pooledInstances().instantiated - made).toBeLessThanOrEqual(4);
+    // at most the pool's background top-up (4, plus what the burst took from it if the top-up ran
+    // before the burst's last takes), never one per reset as in the cold burst above
+    expect(pooledInstances().instantiated - made).toBeLessThan(8);
     expect((await Promise.all(warmEps.map((e) => e.step({ name: "add", arguments: { id: "y" } })))).map(content)).toEqual(Array(12).fill("2"));
     warmEps.forEach((e) => e.close());
   });
