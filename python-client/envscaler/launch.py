@@ -146,6 +146,7 @@ def launch(
     envs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     replicas: int = 1,
     workers: int = 1,
+    warm_sessions: int = 0,
     endpoint: str = "tcp://127.0.0.1:*",
     curve: bool = False,
     extra_args: Sequence[str] = (),
@@ -156,6 +157,9 @@ def launch(
     """Runs ``envscaler serve`` for the duration of a ``with`` block and yields its Bridge.
 
     ``envs``: bundle folders or folders of bundles (default: the bridge's bundled envs).
+    ``warm_sessions``: episodes per replica to ready sandboxes for before serving (``serve
+    --warm-sessions``): set it to the episodes a trainer starts at once, so that first burst of
+    resets is as fast as later ones.
     ``extra_args`` go to ``serve`` as they are (e.g. ``["--idle-timeout", "5", "--no-record"]``).
     On exit the bridge gets SIGTERM, and SIGKILL if it has not stopped after ``stop_timeout``.
     """
@@ -169,6 +173,8 @@ def launch(
         args += ["--envs", *[os.path.abspath(os.fspath(p)) for p in paths]]
     if curve:
         args.append("--curve")
+    if warm_sessions:
+        args += ["--warm-sessions", str(int(warm_sessions))]
     args += [str(a) for a in extra_args]
 
     log = open(log_path, "wb")  # noqa: SIM115 (it outlives this block: the bridge writes it until _stop below)

@@ -40,7 +40,9 @@ def test_resolve_command_order(monkeypatch, tmp_path):
 
 def test_launch_via_env_var_and_clean_stop(monkeypatch):
     monkeypatch.setenv("ENVSCALER_CLI", f"{shutil.which('node')} {REPO / 'dist' / 'cli' / 'main.js'}")
-    with envscaler.launch(envs=NOTES_ENVS, replicas=2, extra_args=["--no-record"]) as b:
+    with envscaler.launch(envs=NOTES_ENVS, replicas=2, warm_sessions=4, extra_args=["--no-record"]) as b:
+        args = list(b.process.args)
+        assert args[args.index("--warm-sessions") + 1] == "4"
         assert len(b.endpoints) == 2 and len(set(b.endpoints)) == 2
         replicas = b.replica_pids()
         assert len(replicas) == 2
