@@ -26,7 +26,7 @@ export interface SynthOptions {
 
 export interface SynthReport {
   mine?: { input: string; envs: number; rejected: Rejection[] };
-  build?: { envs: { env_id: string; topic: string; pass_rate: number; kept: boolean; cases: number }[]; rejected: Rejection[] };
+  build?: { envs: { env_id: string; topic: string; code_mode: BuiltEnv["code_mode"]; pass_rate: number; kept: boolean; cases: number }[]; rejected: Rejection[] };
   scenarios?: { envs: Record<string, string[]>; rejected: Rejection[]; check: Record<string, string[]> };
   usage: Record<string, StageUsage>;
 }
@@ -60,7 +60,7 @@ export async function runSynth(llm: LlmClient, o: SynthOptions): Promise<SynthRe
   if (o.stage === "build" || all) {
     const mined = readJson<MineResult>(join(o.out, "mined.json"));
     const built = await buildEnvs(llm, mined.envs, { outDir: join(o.out, "build"), rounds: o.rounds, threshold: o.threshold, onProgress: (d, t) => o.progress?.("build", d, t) });
-    report.build = { envs: built.built.map((b: BuiltEnv) => ({ env_id: b.env_id, topic: b.topic, pass_rate: b.pass_rate, kept: b.kept, cases: b.cases.length })), rejected: built.rejected };
+    report.build = { envs: built.built.map((b: BuiltEnv) => ({ env_id: b.env_id, topic: b.topic, code_mode: b.code_mode, pass_rate: b.pass_rate, kept: b.kept, cases: b.cases.length })), rejected: built.rejected };
     save();
   }
 

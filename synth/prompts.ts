@@ -48,6 +48,27 @@ Write the environment as one JavaScript class named ${className}, in a single \`
   ];
 }
 
+/**
+ * The fallback when a whole class does not come out right (small models lose the thread over a
+ * thousand tokens): one tool's method at a time, as the original's step4 writes them, with the
+ * same contract as codePrompt. The constructor is ours (the state's keys become fields).
+ */
+export function methodPrompt(plan: { title: string; rules: string[]; tools: { name: string }[]; initial_state: Record<string, unknown> }, className: string, tool: { name: string }): Message[] {
+  const others = plan.tools.map((t) => t.name).filter((n) => n !== tool.name);
+  return [
+    {
+      role: "system",
+      content: `${head("method")}
+Write ONE method of the JavaScript class ${className}: the tool ${tool.name}. Reply with that method only, in a single \`\`\`js block: ${tool.name}({ ...named arguments }) { ... } with no class around it and no other method.
+- The state is in fields of the instance, one per top-level key: ${Object.keys(plan.initial_state).map((k) => `this.${k}`).join(", ")}.
+- It takes ONE object of named arguments and returns plain JSON: {success: true, data} or {success: false, error: "..."}; it does not throw for expected failures (unknown ids, broken rules).
+- Enforce the rules. Mutate records in place. No imports, no require, no timers, no I/O. Date and Math.random may be used.
+- The class's other methods, which it may call as this.name({...}): ${others.join(", ") || "none"}.`,
+    },
+    { role: "user", content: `Environment: ${plan.title}\nRules:\n${plan.rules.map((r) => `- ${r}`).join("\n")}\nThe tool:\n${JSON.stringify(tool, null, 1)}\nExample state:\n${JSON.stringify(plan.initial_state).slice(0, 3000)}` },
+  ];
+}
+
 export function testerPrompt(args: { introduction: string; tools: unknown[]; state: string; stats: string; round: number }): Message[] {
   return [
     {

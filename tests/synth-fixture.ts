@@ -10,7 +10,7 @@ export const TASKS = [
   "Move my dental cleaning appointment at the clinic to Friday.",
 ];
 
-const PLAN = {
+export const PLAN = {
   env_name: "dental_clinic",
   title: "Dental clinic scheduling",
   introduction: "A dental clinic's appointment book: patients and their appointments.",
@@ -28,7 +28,7 @@ const PLAN = {
   ],
 };
 
-const GOOD_CODE = `class DentalClinicEnv {
+export const GOOD_CODE = `class DentalClinicEnv {
   constructor(state) { this.patients = state.patients; this.appointments = state.appointments; this.next_id = state.next_id; }
   list_appointments({ patient_id }) {
     if (!this.patients[patient_id]) return { success: false, error: "no patient " + patient_id };

@@ -26,11 +26,13 @@ interface SynthArgs {
   maxTokens?: number;
 }
 
-const STAGES = ["mine", "plan", "code", "test", "judge", "scenario"];
+const STAGES = ["mine", "plan", "code", "method", "test", "judge", "scenario"];
 
 /**
  * Per-stage endpoints: --model/--base-url for all, then ENVSCALER_SYNTH_<STAGE>_MODEL /
  * _BASE_URL / _API_KEY, then --stage-model stage=model. Keys come from the environment only.
+ * `method` (the code stage's one-method-at-a-time fallback) takes the code stage's endpoint unless
+ * it is given its own.
  */
 export function stageEndpoints(args: { model: string; baseUrl?: string; stageModel: string[] }, env: NodeJS.ProcessEnv = process.env): Record<string, StageEndpoint> {
   const base: StageEndpoint = { model: env.ENVSCALER_SYNTH_MODEL ?? args.model, baseURL: args.baseUrl ?? env.ENVSCALER_SYNTH_BASE_URL, apiKey: env.ENVSCALER_SYNTH_API_KEY };
@@ -44,6 +46,8 @@ export function stageEndpoints(args: { model: string; baseUrl?: string; stageMod
     if (!stage || !model || !STAGES.includes(stage)) throw new Error(`--stage-model wants stage=model with stage one of ${STAGES.join(", ")}; got ${pair}`);
     out[stage] = { ...out[stage]!, model };
   }
+  const ownMethod = ["MODEL", "BASE_URL", "API_KEY"].some((k) => env[`ENVSCALER_SYNTH_METHOD_${k}`] !== undefined) || args.stageModel.some((p) => p.startsWith("method="));
+  if (!ownMethod) out.method = { ...out.code! };
   return out;
 }
 

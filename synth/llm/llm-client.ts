@@ -35,7 +35,8 @@ export interface LlmClientOptions {
 
 export interface LlmEvent {
   stage: string;
-  kind: "retry" | "timeout" | "reask" | "truncated";
+  /** `fallback`: a stage gave up on one way and tries another (the whole class, then one method at a time). */
+  kind: "retry" | "timeout" | "reask" | "truncated" | "fallback";
   message: string;
 }
 
@@ -66,9 +67,10 @@ export interface StageUsage {
  * Qwen2.5-Coder 0.5B (docs/local-model.md): a mine reply that repeated itself ran past 900 tokens
  * and was cancelled at the 300 s timeout twice, losing its task; its usable mine replies were all
  * under 200 tokens (test and judge replies, one call or one verdict, are no longer). Cut at this cap instead, a runaway reply comes back within
- * seconds and is re-asked ("shorter") rather than timing out.
+ * seconds and is re-asked ("shorter") rather than timing out. One method (the code fallback) fits well
+ * in 1,024.
  */
-export const STAGE_MAX_TOKENS: Record<string, number> = { mine: 512, test: 512, judge: 512 };
+export const STAGE_MAX_TOKENS: Record<string, number> = { mine: 512, test: 512, judge: 512, method: 1024 };
 
 const emptyUsage = (): StageUsage => ({ calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, truncated: 0, closed: 0, retries: 0, timeouts: 0, invalid: 0, failures: 0 });
 
@@ -115,6 +117,11 @@ export class LlmClient {
 
   private emit(stage: string, kind: LlmEvent["kind"], message: string): void {
     this.options.onEvent?.({ stage, kind, message });
+  }
+
+  /** Tells the event listener that a stage falls back to another way of getting its answer. */
+  fallback(stage: string, message: string): void {
+    this.emit(stage, "fallback", message);
   }
 
   /** The `max_tokens` a stage's requests carry: the lower of --max-tokens and the stage's own cap. */

@@ -7,7 +7,7 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/episode/episode.js";
 import { ENV_ID_RE } from "../../envs/bundle-schema.js";
 import { extractCode, InvalidReply, LlmError, type LlmClient } from "../llm/llm-client.js";
-import { codePrompt, judgePrompt, planPrompt, testerPrompt } from "../prompts.js";
+import { codePrompt, judgePrompt, methodPrompt, planPrompt, testerPrompt } from "../prompts.js";
 import type { MinedEnv, Rejection } from "./mine.js";
 
 const JsonObject = z.record(z.string(), z.unknown());
@@ -51,6 +51,8 @@ export interface BuiltEnv {
   env_id: string;
   dir: string;
   topic: string;
+  /** How the class was written: whole, or one method per tool after the whole class failed. */
+  code_mode: "class" | "methods";
   pass_rate: number;
   kept: boolean;
   cases: TestCase[];
@@ -137,21 +139,85 @@ export async function buildEnv(llm: LlmClient, mined: MinedEnv, options: BuildOp
   const dir = join(options.outDir, plan.env_name);
   const manifest = manifestFor(plan, envId, className);
 
-  const source = await llm.ask("code", codePrompt(plan, className), async (reply) => {
-    const code = extractCode(reply);
-    rmSync(dir, { recursive: true, force: true });
-    writeBundle(dir, manifest, code, [probeScenario(envId, rounds + 1)]);
-    const report = await checkBundleIsolated(dir);
-    if (report.problems.length) throw new InvalidReply(`the class does not work: ${report.problems.join("; ")}`);
-    return code;
-  });
+  const probe = [probeScenario(envId, rounds + 1)];
+  const { source, code_mode } = await writeClass(llm, plan, { dir, manifest, className, probe });
 
   const cases = await dualAgentTest(llm, { dir, envId, plan, source, rounds });
   const ok = cases.filter((c) => c.result !== "fail").length;
   const passRate = cases.length ? Math.round((ok / cases.length) * 1000) / 1000 : 0;
   const kept = passRate >= (options.threshold ?? 0.85);
-  writeFileSync(join(dir, "build-report.json"), `${JSON.stringify({ env_id: envId, topic: mined.topic, pass_rate: passRate, kept, cases }, null, 1)}\n`);
-  return { env_id: envId, dir, topic: mined.topic, pass_rate: passRate, kept, cases };
+  writeFileSync(join(dir, "build-report.json"), `${JSON.stringify({ env_id: envId, topic: mined.topic, code_mode, pass_rate: passRate, kept, cases }, null, 1)}\n`);
+  return { env_id: envId, dir, topic: mined.topic, code_mode, pass_rate: passRate, kept, cases };
+}
+
+interface ClassTarget {
+  dir: string;
+  manifest: Record<string, unknown>;
+  className: string;
+  probe: unknown[];
+}
+
+/** Writes `source` as the bundle's env.js and checks it in the sandbox (loads, matches its tools, no tool throws on simple input). */
+async function tryClass(target: ClassTarget, manifest: Record<string, unknown>, source: string): Promise<string[]> {
+  rmSync(target.dir, { recursive: true, force: true });
+  writeBundle(target.dir, manifest, source, target.probe);
+  return (await checkBundleIsolated(target.dir)).problems;
+}
+
+/**
+ * The env class: written whole first; when that is still broken after its re-asks, one method per
+ * tool, in order (each checked in the class as far as it is written, re-asked with what went
+ * wrong), then put together and checked again. `code_mode` says which way it was made.
+ */
+async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): Promise<{ source: string; code_mode: "class" | "methods" }> {
+  try {
+    const source = await llm.ask("code", codePrompt(plan, target.className), async (reply) => {
+      const code = extractCode(reply);
+      const problems = await tryClass(target, target.manifest, code);
+      if (problems.length) throw new InvalidReply(`the class does not work: ${problems.join("; ")}`);
+      return code;
+    });
+    return { source, code_mode: "class" };
+  } catch (e) {
+    if (!(e instanceof LlmError)) throw e;
+    llm.fallback("code", `the whole class failed (${e.message.slice(0, 200)}); writing it one method at a time`);
+  }
+  const methods: string[] = [];
+  for (const [i, tool] of plan.tools.entries()) {
+    // checked in the class as it stands: the methods accepted so far, this one, and a stub for each
+    // tool still to come (a method may call the others)
+    const stubs = plan.tools.slice(i + 1).map((t) => `${t.name}(args) {\n  return { success: false, error: "not written yet" };\n}`);
+    methods.push(
+      await llm.ask("method", methodPrompt(plan, target.className, tool), async (reply) => {
+        const method = methodSource(extractCode(reply), tool.name);
+        const problems = await tryClass(target, target.manifest, classOf(target.className, [...methods, method, ...stubs]));
+        if (problems.length) throw new InvalidReply(`the method does not work: ${problems.join("; ")}`);
+        return method;
+      }),
+    );
+  }
+  const source = classOf(target.className, methods);
+  const problems = await tryClass(target, target.manifest, source);
+  if (problems.length) throw new LlmError(`code: the class put together from its methods does not work: ${problems.join("; ")}`);
+  return { source, code_mode: "methods" };
+}
+
+/** A class whose constructor keeps the state's top-level keys as fields, with these methods. */
+function classOf(className: string, methods: string[]): string {
+  const body = methods.map((m) => m.split("\n").map((line) => `  ${line}`).join("\n")).join("\n\n");
+  return `class ${className} {\n  constructor(state) {\n    Object.assign(this, state);\n  }\n\n${body}\n}`;
+}
+
+/**
+ * One method's source from a reply: `name({...}) {...}`. The common near-misses of small models are
+ * taken as they meant them (a `function name(...)` declaration); a whole class or another name is
+ * re-asked.
+ */
+function methodSource(code: string, name: string): string {
+  const text = code.trim().replace(new RegExp(`^function\\s+(?=${name}\\s*\\()`), "");
+  if (/^class\s/.test(text)) throw new InvalidReply(`reply with the method ${name} only, not a class`);
+  if (!new RegExp(`^${name}\\s*\\(`).test(text)) throw new InvalidReply(`the reply must be the method itself, starting with ${name}(`);
+  return text;
 }
 
 async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; plan: EnvPlan; source: string; rounds: number }): Promise<TestCase[]> {

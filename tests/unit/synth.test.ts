@@ -75,6 +75,10 @@ test("per-stage endpoints come from flags, then env vars, then --stage-model", (
   expect(e.test!.model).toBe("small");
   expect(e.judge).toMatchObject({ model: "judge-m", baseURL: "http://other/v1" });
   expect(() => stageEndpoints({ model: "m", stageModel: ["nope=x"] })).toThrow(/stage-model/);
+  // the one-method-at-a-time fallback uses the code stage's model unless given its own
+  expect(stageEndpoints({ model: "m", stageModel: ["code=coder"] }).method!.model).toBe("coder");
+  expect(stageEndpoints({ model: "m", stageModel: [] }, { ENVSCALER_SYNTH_CODE_BASE_URL: "http://coder/v1" }).method!.baseURL).toBe("http://coder/v1");
+  expect(stageEndpoints({ model: "m", stageModel: ["code=coder", "method=tiny"] }).method!.model).toBe("tiny");
 });
 
 test("the whole pipeline: task text → mined env → built, tested env → vetted scenarios → a served env scoring 1.0", async () => {
@@ -103,7 +107,7 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     expect(scenarioAsks[1]!.messages.at(-1)!.content).toMatch(/already pass before the agent does anything: #0 "always"/);
     expect(scenarioAsks[2]!.messages.at(-1)!.content).toMatch(/reference solution scores 0\.\d+, not 1\.0/);
     // the dual-agent test, with its evidence
-    expect(report.build!.envs).toEqual([{ env_id: "dental-clinic-v1", topic: "dental clinic scheduling", pass_rate: 1, kept: true, cases: 4 }]);
+    expect(report.build!.envs).toEqual([{ env_id: "dental-clinic-v1", topic: "dental clinic scheduling", code_mode: "class", pass_rate: 1, kept: true, cases: 4 }]);
     const evidence = JSON.parse(readFileSync(join(out, "build", "dental_clinic", "build-report.json"), "utf8"));
     expect(evidence.cases[1]).toMatchObject({ tool: "cancel_appointment", case_type: "negative", result: "warning" });
     expect(evidence.cases[2].diff[0]).toMatchObject({ op: "add", path: "/appointments/A2" });
