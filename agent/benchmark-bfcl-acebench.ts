@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ACEBENCH_CATEGORIES, ACEBENCH_COMMIT, acebenchDataHash, importAcebench, processAccuracyOf } from "../envs/acebench/import-acebench.js";
 import { BFCL_CATEGORIES, BFCL_EVAL_VERSION, bfclDataHashes, findBfclPackage, importBfcl } from "../envs/bfcl/import-bfcl.js";
-import type { Benchmark } from "./benchmarks.js";
+import type { Benchmark } from "./benchmark.js";
 
 function pick<T extends string>(all: readonly T[], asked: string[], what: string): T[] {
   const bad = asked.filter((c) => !(all as readonly string[]).includes(c));

@@ -3,40 +3,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { importTaubench, type TaubenchDomain } from "../envs/taubench/import-taubench.js";
 import { acebench, bfcl } from "./benchmark-bfcl-acebench.js";
-import type { RunSettings } from "./summarize.js";
-
-/** What a benchmark's protocol fixes for a rollout: which bundles, which scenarios, and how the report names it. */
-export interface BenchmarkPlan {
-  envs: string[];
-  scenarios: string[];
-  /** The benchmark's own step cap (the original's run_main max_steps_map); undefined: each scenario's max_steps. */
-  maxSteps: number | undefined;
-  /** True when its scenarios are conversations that need the simulated user to be comparable. */
-  needsUser: boolean;
-  benchmark: NonNullable<RunSettings["benchmark"]>;
-  /** The benchmark's category of a scenario, when it reports accuracy per category (BFCL, ACEBench). */
-  categoryOf?: (scenarioId: string) => string;
-  /** Further official figures of an episode, read from its reward info, averaged per category (ACEBench's process accuracy). */
-  metricsOf?: (rewardInfo: unknown) => Record<string, number | null>;
-}
-
-export interface BenchmarkArgs {
-  from: string;
-  domain: string[];
-  split: string;
-  /** The run folder; a benchmark may write its bundles under it. */
-  out: string;
-  /** bfcl: the Python interpreter with bfcl-eval (default $BFCL_PYTHON or python3). */
-  python?: string;
-}
-
-export interface Benchmark {
-  name: string;
-  /** --from when it is not given. */
-  defaultFrom?: string;
-  describe: string;
-  prepare(args: BenchmarkArgs): BenchmarkPlan;
-}
+import type { Benchmark } from "./benchmark.js";
 
 function sha256Files(paths: string[]): string {
   const h = createHash("sha256");
