@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { MultiBar, Presets } from "cli-progress";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { LlmClient, type StageEndpoint, type StageUsage } from "../../synth/llm/llm-client.js";
+import { LlmClient, type JsonMode, type StageEndpoint, type StageUsage } from "../../synth/llm/llm-client.js";
 import { runSynth, type SynthStage } from "../../synth/pipeline.js";
 import type { TaskFormat } from "../../synth/stages/mine.js";
 
@@ -24,6 +24,7 @@ interface SynthArgs {
   timeout?: number;
   maxRetries?: number;
   maxTokens?: number;
+  jsonMode?: JsonMode;
 }
 
 const STAGES = ["mine", "plan", "code", "method", "test", "judge", "scenario"];
@@ -59,22 +60,28 @@ function envNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
   return n;
 }
 
+const JSON_MODES: readonly JsonMode[] = ["off", "object", "schema"];
+const isJsonMode = (s: string): s is JsonMode => (JSON_MODES as readonly string[]).includes(s);
+
 /**
- * The LLM call limits: the flag, else ENVSCALER_LLM_TIMEOUT (seconds) / ENVSCALER_LLM_MAX_RETRIES /
- * ENVSCALER_LLM_MAX_TOKENS, else the defaults (120 s, 4 retries, the server's own token cap).
+ * The LLM call limits and JSON mode: the flag, else ENVSCALER_LLM_TIMEOUT (seconds) /
+ * ENVSCALER_LLM_MAX_RETRIES / ENVSCALER_LLM_MAX_TOKENS / ENVSCALER_LLM_JSON_MODE, else the
+ * defaults (120 s, 4 retries, the server's own token cap, off).
  */
-export function llmLimits(args: { timeout?: number; maxRetries?: number; maxTokens?: number }, env: NodeJS.ProcessEnv = process.env): { timeoutMs: number; maxRetries: number; maxTokens?: number } {
+export function llmLimits(args: { timeout?: number; maxRetries?: number; maxTokens?: number; jsonMode?: string }, env: NodeJS.ProcessEnv = process.env): { timeoutMs: number; maxRetries: number; maxTokens?: number; jsonMode: JsonMode } {
   const timeout = args.timeout ?? envNumber(env, "ENVSCALER_LLM_TIMEOUT") ?? 120;
   const maxRetries = args.maxRetries ?? envNumber(env, "ENVSCALER_LLM_MAX_RETRIES") ?? 4;
   const maxTokens = args.maxTokens ?? envNumber(env, "ENVSCALER_LLM_MAX_TOKENS");
   if (!(timeout > 0)) throw new Error(`the LLM timeout must be a positive number of seconds; got ${timeout}`);
   if (!(Number.isInteger(maxRetries) && maxRetries >= 0)) throw new Error(`the LLM max retries must be an integer >= 0; got ${maxRetries}`);
   if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens > 0)) throw new Error(`the LLM max tokens must be a positive integer; got ${maxTokens}`);
-  return { timeoutMs: timeout * 1000, maxRetries, ...(maxTokens !== undefined ? { maxTokens } : {}) };
+  const jsonMode = args.jsonMode ?? env.ENVSCALER_LLM_JSON_MODE ?? "off";
+  if (!isJsonMode(jsonMode)) throw new Error(`the JSON mode must be one of ${JSON_MODES.join(", ")}; got '${jsonMode}'`);
+  return { timeoutMs: timeout * 1000, maxRetries, ...(maxTokens !== undefined ? { maxTokens } : {}), jsonMode };
 }
 
 /** Which progress bar an LLM stage's calls belong to. */
-const BAR_OF: Record<string, string> = { mine: "mine", plan: "build", code: "build", test: "build", judge: "build", scenario: "scenarios" };
+const BAR_OF: Record<string, string> = { mine: "mine", plan: "build", code: "build", method: "build", test: "build", judge: "build", scenario: "scenarios" };
 
 /** The LLM counters that a progress bar or log line shows, summed over the stages given. */
 export function llmCounters(usage: Record<string, StageUsage>, stages?: string[]): string {
@@ -119,7 +126,8 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
       .option("progress", { type: "boolean", default: true, describe: "progress on stderr: bars on a terminal, else a line every ENVSCALER_PROGRESS_INTERVAL seconds (default 5)" })
       .option("timeout", { type: "number", describe: "seconds one LLM request may take before it is cancelled and retried (else ENVSCALER_LLM_TIMEOUT, else 120)" })
       .option("max-retries", { type: "number", describe: "retries of one LLM request after a transport error or timeout (else ENVSCALER_LLM_MAX_RETRIES, else 4)" })
-      .option("max-tokens", { type: "number", describe: "max_tokens of every LLM request; a reply cut there is re-asked (else ENVSCALER_LLM_MAX_TOKENS, else the server's cap)" }) as unknown as Argv<SynthArgs>,
+      .option("max-tokens", { type: "number", describe: "max_tokens of every LLM request; a reply cut there is re-asked (else ENVSCALER_LLM_MAX_TOKENS, else the server's cap)" })
+      .option("json-mode", { choices: JSON_MODES, describe: "how JSON replies are asked for: off (the prompt), object (response_format json_object), schema (each stage's JSON Schema, enforced as it generates by llama.cpp, vLLM and other servers with constrained decoding; best for small models) (else ENVSCALER_LLM_JSON_MODE, else off)" }) as unknown as Argv<SynthArgs>,
   handler: async (args: ArgumentsCamelCase<SynthArgs>) => {
     const bars = args.progress && process.stderr.isTTY ? new MultiBar({ format: "{stage} [{bar}] {value}/{total} | {llm}", stream: process.stderr }, Presets.shades_classic) : null;
     const seen = new Map<string, ReturnType<MultiBar["create"]>>();

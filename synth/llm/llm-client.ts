@@ -1,6 +1,6 @@
 import OpenAI from "openai";
 import pLimit, { type LimitFunction } from "p-limit";
-import type { z } from "zod";
+import { z } from "zod";
 import { CallCache } from "./call-cache.js";
 
 export type Message = { role: "system" | "user" | "assistant"; content: string };
@@ -31,6 +31,25 @@ export interface LlmClientOptions {
   maxReasks?: number;
   /** Told of every retry, timeout, re-ask and cut reply as it happens (progress bars, logs). */
   onEvent?: (event: LlmEvent) => void;
+  /**
+   * How JSON replies are asked for: "off" (the prompt alone), "object" (`response_format:
+   * json_object`), "schema" (`response_format: json_schema` with the stage's schema, which servers
+   * with constrained decoding, such as llama.cpp and vLLM, enforce as they generate: a small model
+   * then cannot answer in another shape or run on past a string's maxLength). @default "off"
+   */
+  jsonMode?: JsonMode;
+}
+
+export type JsonMode = "off" | "object" | "schema";
+
+/** The `response_format` of a JSON stage's requests under a JSON mode; undefined for "off". */
+export function responseFormat(mode: JsonMode, stage: string, schema: z.ZodType): Record<string, unknown> | undefined {
+  if (mode === "object") return { type: "json_object" };
+  if (mode === "schema") {
+    const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" });
+    return { type: "json_schema", json_schema: { name: stage, schema: json } };
+  }
+  return undefined;
 }
 
 export interface LlmEvent {
@@ -135,16 +154,22 @@ export class LlmClient {
     return (await this.complete(stage, messages)).content;
   }
 
+  /** How JSON replies are asked for (see LlmClientOptions.jsonMode). */
+  get jsonMode(): JsonMode {
+    return this.options.jsonMode ?? "off";
+  }
+
   /**
    * One chat completion and why it ended. Transport errors and timeouts are retried here (not in
    * the openai package) so that each retry and timeout is counted and reported as it happens.
    */
-  private async complete(stage: string, messages: Message[]): Promise<{ content: string; finish_reason: string }> {
+  private async complete(stage: string, messages: Message[], format?: Record<string, unknown>): Promise<{ content: string; finish_reason: string }> {
     const ep = this.endpoint(stage);
     const stats = this.stats(stage);
     const maxTokens = this.maxTokensOf(stage);
+    const extra = { ...(maxTokens ? { max_tokens: maxTokens } : {}), ...(format ? { response_format: format } : {}) };
     // the key leaves out the API key (a secret, and not part of what the reply depends on)
-    const key = CallCache.key({ baseURL: ep.baseURL, model: ep.model, temperature: ep.temperature, messages, ...(maxTokens ? { max_tokens: maxTokens } : {}) });
+    const key = CallCache.key({ baseURL: ep.baseURL, model: ep.model, temperature: ep.temperature, messages, ...extra });
     const hit = this.cache.get(key);
     if (hit) {
       stats.cache_hits++;
@@ -162,7 +187,7 @@ export class LlmClient {
       for (let attempt = 0; ; attempt++) {
         this.inFlight++;
         try {
-          const r = await client.chat.completions.create({ model: ep.model, temperature: ep.temperature, messages, ...(maxTokens ? { max_tokens: maxTokens } : {}) });
+          const r = await client.chat.completions.create({ model: ep.model, temperature: ep.temperature, messages, ...(extra as { max_tokens?: number }) });
           stats.calls++;
           const content = r.choices[0]?.message?.content ?? "";
           const finish_reason = r.choices[0]?.finish_reason ?? "stop";
@@ -200,12 +225,12 @@ export class LlmClient {
    * message (at most maxReasks times). Every attempt is a cached call, so a resumed run replays
    * the same conversation for free.
    */
-  async ask<T>(stage: string, messages: Message[], parse: (reply: string) => T | Promise<T>): Promise<T> {
+  async ask<T>(stage: string, messages: Message[], parse: (reply: string) => T | Promise<T>, format?: Record<string, unknown>): Promise<T> {
     const convo = [...messages];
     const maxTokens = this.maxTokensOf(stage);
     const max = this.options.maxReasks ?? 2;
     for (let attempt = 0; ; attempt++) {
-      const { content: reply, finish_reason } = await this.complete(stage, convo);
+      const { content: reply, finish_reason } = await this.complete(stage, convo, format);
       const cut = finish_reason === "length";
       try {
         // a reply cut at the token cap is unusable even when a prefix parses: it is re-asked
@@ -244,7 +269,7 @@ export class LlmClient {
       if (problem) throw new InvalidReply(problem);
       if (closed) this.stats(stage).closed++;
       return parsed.data;
-    });
+    }, responseFormat(this.jsonMode, stage, schema));
   }
 
   totals(): StageUsage {

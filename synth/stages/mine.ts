@@ -56,7 +56,10 @@ export function prefilterReason(task: string): string | null {
 // The verdict and the env come first and the reason last, and the reason may be missing: Qwen2.5-Coder
 // 0.5B stopped most replies at the end of a sentence inside a string (docs/local-model.md), so a
 // reply that loses its tail (closed by closeJson) still carries what the stage needs.
-export const MineJudgement = z.object({ needs_env: z.boolean(), topic: z.string().min(1), description: z.string().min(1), reason: z.string().default("") });
+// the lengths bound what the prompt asks for (2-5 words, 2-3 sentences, one sentence) with room to
+// spare; under --json-mode schema a constrained decoder stops a string there instead of letting a
+// small model repeat itself to the token cap
+export const MineJudgement = z.object({ needs_env: z.boolean(), topic: z.string().min(1).max(80), description: z.string().min(1).max(600), reason: z.string().max(300).default("") });
 
 export interface MinedEnv {
   topic: string;

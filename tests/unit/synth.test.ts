@@ -270,11 +270,42 @@ test("a hung endpoint: each try is cancelled at the timeout and retried, counted
 });
 
 test("LLM limits come from the flags, else ENVSCALER_LLM_* env vars, else the defaults", () => {
-  expect(llmLimits({}, {})).toEqual({ timeoutMs: 120_000, maxRetries: 4 });
-  expect(llmLimits({}, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_MAX_RETRIES: "1", ENVSCALER_LLM_MAX_TOKENS: "1024" })).toEqual({ timeoutMs: 600_000, maxRetries: 1, maxTokens: 1024 });
-  expect(llmLimits({ timeout: 30, maxRetries: 0, maxTokens: 256 }, { ENVSCALER_LLM_TIMEOUT: "600" })).toEqual({ timeoutMs: 30_000, maxRetries: 0, maxTokens: 256 });
+  expect(llmLimits({}, {})).toEqual({ timeoutMs: 120_000, maxRetries: 4, jsonMode: "off" });
+  expect(llmLimits({}, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_MAX_RETRIES: "1", ENVSCALER_LLM_MAX_TOKENS: "1024", ENVSCALER_LLM_JSON_MODE: "schema" })).toEqual({ timeoutMs: 600_000, maxRetries: 1, maxTokens: 1024, jsonMode: "schema" });
+  expect(llmLimits({ timeout: 30, maxRetries: 0, maxTokens: 256, jsonMode: "object" }, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_JSON_MODE: "schema" })).toEqual({ timeoutMs: 30_000, maxRetries: 0, maxTokens: 256, jsonMode: "object" });
   expect(() => llmLimits({ timeout: 0 }, {})).toThrow(/timeout must be a positive/);
   expect(() => llmLimits({}, { ENVSCALER_LLM_MAX_RETRIES: "many" })).toThrow(/ENVSCALER_LLM_MAX_RETRIES must be a number/);
+  expect(() => llmLimits({}, { ENVSCALER_LLM_JSON_MODE: "grammar" })).toThrow(/JSON mode must be one of off, object, schema; got 'grammar'/);
+});
+
+test("--json-mode: JSON stages send response_format (the stage's JSON Schema, or json_object); code stages and 'off' send none; the cache tells them apart", async () => {
+  const fixture = await OpenAIFixture.start(synthResponder);
+  try {
+    const cache = tmp();
+    const { MineJudgement } = await import("../../synth/stages/mine.js");
+    const { minePrompt } = await import("../../synth/prompts.js");
+    const ask = (jsonMode: "off" | "object" | "schema") => llmFor(fixture, cache, { jsonMode }).askJson("mine", minePrompt(TASKS[0]!), MineJudgement);
+    await ask("schema");
+    const sent = fixture.requests.at(-1)!.response_format as { type: string; json_schema: { name: string; schema: { properties: Record<string, { maxLength?: number }>; required: string[] } } };
+    expect(sent.type).toBe("json_schema");
+    expect(sent.json_schema.name).toBe("mine");
+    expect(Object.keys(sent.json_schema.schema.properties)).toEqual(["needs_env", "topic", "description", "reason"]);
+    expect(sent.json_schema.schema.properties.description!.maxLength).toBe(600);
+    expect(sent.json_schema.schema.required).toEqual(["needs_env", "topic", "description"]);
+    expect(sent.json_schema.schema).not.toHaveProperty("$schema");
+    await ask("object");
+    expect(fixture.requests.at(-1)!.response_format).toEqual({ type: "json_object" });
+    await ask("off");
+    expect(fixture.requests.at(-1)).not.toHaveProperty("response_format");
+    expect(fixture.requests).toHaveLength(3); // three different requests: none answered from another's cache entry
+    await ask("schema");
+    expect(fixture.requests).toHaveLength(3);
+    // a stage that wants code, not JSON, never carries a response_format
+    await llmFor(fixture, cache, { jsonMode: "schema" }).ask("code", [{ role: "system", content: "[envscaler synth: code]" }, { role: "user", content: "x" }], (r) => r);
+    expect(fixture.requests.at(-1)).not.toHaveProperty("response_format");
+  } finally {
+    await fixture.close();
+  }
 });
 
 test("synth with stderr not a terminal logs a progress line every few seconds, with timeouts and retries; the flags reach the requests", async () => {
