@@ -31,6 +31,14 @@ const MODEL = process.env.LOCAL_LLM_MODEL ?? "qwen2.5-coder-0.5b";
 const num = (name: string, d: number) => Number(process.env[name] ?? d) || d;
 const report: { agent?: { replies: number } & Record<string, unknown> } & Record<string, unknown> = { model: MODEL, base_url: BASE_URL, started: new Date().toISOString() };
 const save = () => writeFileSync(process.env.LOCAL_LLM_REPORT ?? "/tmp/envscaler-local-llm.json", `${JSON.stringify(report, null, 1)}\n`);
+// a refused call's tool result is {"error": {"type", "message"}}
+const errorType = (content: string) => {
+  try {
+    return String(JSON.parse(content)?.error?.type ?? "error");
+  } catch {
+    return "error";
+  }
+};
 // vitest holds a test's console output until it ends; a run of many minutes is watched through this file
 const progress = (line: string) => appendFileSync(process.env.LOCAL_LLM_PROGRESS ?? "/tmp/envscaler-local-llm.log", `${new Date().toISOString()} ${line}\n`);
 
@@ -59,7 +67,8 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
     });
     const started = performance.now();
     progress(`synth: ${tasks.length} tasks in ${out}`);
-    const ticker = setInterval(() => progress(`synth: ${llm.inFlight} in flight; ${JSON.stringify(llm.totals())}`), 15_000);
+    // by stage too: a run stopped before the end still shows how far each stage got
+    const ticker = setInterval(() => progress(`synth: ${llm.inFlight} in flight; ${JSON.stringify(llm.totals())}; by stage ${JSON.stringify(llm.usage)}`), 15_000);
     const r = await runSynth(llm, {
       stage: "all", out, input, format: "jsonl", rounds: num("LOCAL_LLM_SYNTH_ROUNDS", 4), perEnv: 1, conversationEvery: 0,
       progress: (stage, done, total) => progress(`synth ${stage} ${done}/${total}`),
@@ -93,6 +102,8 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
     const model = new ModelClient({ baseURL: BASE_URL, apiKey: "sk-local", model: MODEL, sampling: { max_tokens: 384, temperature: 0 }, timeoutMs: 300_000, maxRetries: 1 });
     const rt = await EnvRuntime.start({ envs: [BUNDLED_ENVS] });
     const kinds = { tool_calls_api: 0, parsed_from_text: 0, invalid_action: 0, text_reply: 0, endpoint_error: 0 };
+    // calls the env refused before or while running them (unknown_tool, invalid_arguments, tool_exception, …), by type
+    const callErrors: Record<string, number> = {};
     const episodes: { scenario: string; steps: number; reward: number; end_reason?: string; first_reply: string; replies: string[] }[] = [];
     const started = performance.now();
     const summary = () => {
@@ -101,6 +112,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
         wall_s: Math.round((performance.now() - started) / 1000),
         replies: total,
         kinds,
+        call_errors: callErrors,
         parse_rate: total ? Math.round(((kinds.tool_calls_api + kinds.parsed_from_text) / total) * 1000) / 1000 : 0,
         mean_reward: episodes.length ? Math.round((episodes.reduce((a, e) => a + e.reward, 0) / episodes.length) * 1000) / 1000 : 0,
         episodes,
@@ -135,8 +147,11 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
           steps++;
           const kind = msg.tool_calls?.length ? "tool_calls_api" : r.info.tool_calls.length ? "parsed_from_text" : r.observation.content.includes('"invalid_action"') ? "invalid_action" : "text_reply";
           kinds[kind]++;
-          replies.push(`${kind}: ${said.slice(0, 300)}`);
-          progress(`agent ${s.id} step ${steps}: ${kind}: ${said.slice(0, 160).replace(/\s+/g, " ")}`);
+          const refused = (r.observation.tool_results ?? []).filter((x) => !x.ok).map((x) => errorType(x.content));
+          for (const t of refused) callErrors[t] = (callErrors[t] ?? 0) + 1;
+          const env = ` -> ${refused.length ? `refused: ${refused.join(", ")}; ` : ""}${r.observation.content.slice(0, 200)}`;
+          replies.push(`${kind}: ${said.slice(0, 300)}${env}`);
+          progress(`agent ${s.id} step ${steps}: ${kind}: ${said.slice(0, 160).replace(/\s+/g, " ")}${env.replace(/\s+/g, " ")}`);
           messages.push(msg);
           if (msg.tool_calls?.length) {
             for (const [i, c] of msg.tool_calls.entries()) messages.push({ role: "tool", tool_call_id: c.id, name: c.function.name, content: r.observation.tool_results?.[i]?.content ?? r.observation.content });
