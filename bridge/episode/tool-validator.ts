@@ -67,9 +67,13 @@ export class ToolValidator {
     if (v(args)) return null;
     return (v.errors ?? [])
       .map((e) => {
-        const where = e.instancePath ? `'${e.instancePath.slice(1).replace(/\//g, ".")}'` : "arguments";
-        if (e.keyword === "additionalProperties") return `unexpected argument '${(e.params as { additionalProperty: string }).additionalProperty}'`;
-        if (e.keyword === "required") return `missing required argument '${(e.params as { missingProperty: string }).missingProperty}'`;
+        const path = e.instancePath.slice(1).replace(/\//g, ".");
+        const where = path ? `'${path}'` : "arguments";
+        // a nested key is named by its whole path: "unexpected argument 'location_id'; missing required
+        // argument 'location_id'" read as a contradiction to a model that had put it one level too high
+        const inside = path ? `${path}.` : "";
+        if (e.keyword === "additionalProperties") return `unexpected argument '${inside}${(e.params as { additionalProperty: string }).additionalProperty}'`;
+        if (e.keyword === "required") return `missing required argument '${inside}${(e.params as { missingProperty: string }).missingProperty}'`;
         return `${where} ${e.message ?? "is invalid"}`;
       })
       .join("; ");

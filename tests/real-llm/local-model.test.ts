@@ -8,7 +8,7 @@
 //
 // Sizes: LOCAL_LLM_SYNTH_TASKS (API-Bank task lines, default 3), LOCAL_LLM_SYNTH_ROUNDS (dual-agent
 // test rounds per env, default 4), LOCAL_LLM_AGENT_SCENARIOS (bundled task scenarios, default 4),
-// LOCAL_LLM_AGENT_STEPS (default 6). The figures go to stdout and to LOCAL_LLM_REPORT (default
+// LOCAL_LLM_AGENT_STEPS (default 6), LOCAL_LLM_JSON_MODE (synth's --json-mode, default off). The figures go to stdout and to LOCAL_LLM_REPORT (default
 // /tmp/envscaler-local-llm.json); a line per event, step and episode goes to LOCAL_LLM_PROGRESS
 // (default /tmp/envscaler-local-llm.log) as the run goes, so a long run can be watched.
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -19,7 +19,7 @@ import { EndpointError, ModelClient, type AgentMessage } from "../../agent/model
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/registry.js";
-import { LlmClient } from "../../synth/llm/llm-client.js";
+import { LlmClient, type JsonMode } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
 import { needsShared, sharedPath } from "../shared-data.js";
@@ -60,6 +60,8 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
       timeoutMs: 300_000,
       maxRetries: 1,
       maxTokens: 1536,
+      // LOCAL_LLM_JSON_MODE: synth's --json-mode (off, object, schema); llama.cpp enforces a schema as it generates
+      jsonMode: (process.env.LOCAL_LLM_JSON_MODE ?? "off") as JsonMode,
       onEvent: (e) => {
         events[e.kind] = (events[e.kind] ?? 0) + 1;
         progress(`synth ${e.kind}: ${e.message.slice(0, 300)}`);
@@ -77,6 +79,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
     report.synth = {
       tasks,
       wall_s: Math.round((performance.now() - started) / 1000),
+      json_mode: llm.jsonMode,
       mined_envs: r.mine?.envs ?? 0,
       served: r.scenarios?.envs ?? {},
       build: r.build?.envs ?? [],

@@ -20,3 +20,16 @@ test("schemas compile on a tool's first check; a schema that does not compile is
   expect(() => new ToolValidator(tools.slice(0, 1)).compileAll()).not.toThrow();
   expect(ToolValidator.for(tools)).toBe(ToolValidator.for(tools));
 });
+
+test("a nested argument's error names its whole path (the real 0.5B put a line's location_id at the top)", () => {
+  const v = new ToolValidator([
+    tool("receive", {
+      type: "object",
+      properties: { lines: { type: "array", items: { type: "object", properties: { sku: { type: "string" }, location_id: { type: "string" } }, required: ["sku", "location_id"] } } },
+      required: ["lines"],
+    }),
+  ]);
+  expect(v.check("receive", { location_id: "L1", lines: [{ sku: "a" }, { sku: "b" }] })).toBe(
+    "unexpected argument 'location_id'; missing required argument 'lines.0.location_id'; missing required argument 'lines.1.location_id'",
+  );
+});
