@@ -75,7 +75,7 @@ export async function runRollout(o: RolloutOptions): Promise<RolloutRun> {
   try {
     const listed = await clients[0]!.request<{ scenarios: ScenarioInfo[] }>("list_scenarios");
     const scenarios = selectScenarios(listed.scenarios, o.scenarios);
-    const plan: EpisodeSpec[] = scenarios.flatMap((s) => Array.from({ length: o.trials }, (_, t) => ({ key: `${s.scenario_id}#${t}`, scenario_id: s.scenario_id, trial: t, seed: o.seed + t })));
+    const plan: EpisodeSpec[] = scenarios.flatMap((s) => Array.from({ length: o.trials }, (_, t) => ({ key: `${s.scenario_id}#${t}`, scenario_id: s.scenario_id, env_id: s.env_id, trial: t, seed: o.seed + t })));
     const finished = (k: string) => {
       const d = done.get(k);
       return d !== undefined && !d.failures.some((f) => ABORTING_KINDS.includes(f.kind));

@@ -72,6 +72,8 @@ export interface EpisodeOutcome {
 export interface EpisodeSpec {
   key: string;
   scenario_id: string;
+  /** The scenario's env as the bridge listed it, so an episode whose reset fails is still reported under its env. */
+  env_id?: string;
   trial: number;
   seed: number;
 }
@@ -86,7 +88,7 @@ export interface AgentOptions {
 interface ResetReply {
   session_id: string;
   observation: { role: string; content: string };
-  info: { episode_id: string; env_id: string; mode: ScenarioMode; seed: number; introduction: string; rules: string[]; tools: unknown[]; max_steps: number };
+  info: { episode_id: string; env_id: string; mode: ScenarioMode; seed: number; introduction: string; rules: string[]; tools: unknown[]; max_steps: number; end_reason?: "user_stop" };
 }
 
 interface StepReply {
@@ -124,7 +126,7 @@ function actionOf(m: AgentMessage, agentMode: AgentMode): unknown {
 export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: EpisodeSpec, options: AgentOptions): Promise<EpisodeOutcome> {
   const t0 = performance.now();
   const out: EpisodeOutcome = {
-    key: spec.key, scenario_id: spec.scenario_id, env_id: "", trial: spec.trial, seed: spec.seed, episode_id: null, mode: null,
+    key: spec.key, scenario_id: spec.scenario_id, env_id: spec.env_id ?? "", trial: spec.trial, seed: spec.seed, episode_id: null, mode: null,
     reward: 0, success: false, end_reason: null, steps: 0, failures: [], usage: { prompt_tokens: 0, completion_tokens: 0 },
     model_calls: 0, model_ms: 0, bridge_ms: 0, wall_ms: 0, turns: [], messages: [], time: new Date().toISOString(),
   };
@@ -152,7 +154,9 @@ export async function runEpisode(bridge: AgentBridge, model: ModelClient, spec: 
       { role: "user", content: r.observation.content },
     );
     const cap = Math.min(options.maxSteps ?? Infinity, r.info.max_steps);
-    let end: StepReply | null = null;
+    // the simulated user ended the conversation in its opening message: nothing for the agent to
+    // answer (a model call there cost a real 0.5B a minute), the episode is scored as it stands
+    let end: StepReply | null = r.info.end_reason === "user_stop" ? await ask<StepReply>("finish", { session_id: session }) : null;
     for (let step = 1; step <= cap && !end; step++) {
       let reply;
       try {

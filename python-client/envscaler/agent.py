@@ -151,6 +151,11 @@ class Agent:
         ended = False
         reward, terminated, truncated = 0.0, False, False
         step_info: dict[str, Any] = {}
+        if info.get("end_reason") == "user_stop":
+            # the simulated user ended the conversation in its opening: nothing for the policy to answer
+            obs, reward, terminated, truncated, step_info = await env.finish()
+            ended = True
+            cap = 0
         for step in range(1, cap + 1):
             try:
                 reply = await self._ask(res.messages, tools if self.mode == "fc" else [])

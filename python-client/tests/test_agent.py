@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -11,7 +13,7 @@ import envscaler
 from envscaler import Agent, AsyncEnvScalerEnv
 from envscaler.agent import _CONVERSATION, _TASK
 
-from helpers import REFERENCE_ACTIONS, REPO
+from helpers import NOTES_ENVS, REFERENCE_ACTIONS, REPO, start_bridge
 
 
 def _fc_policy(messages, tools):
@@ -89,3 +91,48 @@ def test_the_default_instructions_are_the_typescript_agents():
     for line in (_TASK + "\n" + _CONVERSATION).splitlines():
         if line.strip():
             assert line in ts, line
+
+
+class _StoppingUser(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint whose simulated user says ###STOP### in its first message."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        message = {"role": "assistant", "content": "# Thought:\nNothing to do.\n# Reply:\n###STOP###"}
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "user-sim", "choices": [choice], "usage": usage}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_user_who_stops_in_the_opening_ends_the_episode_before_the_policy_is_asked(built_bridge):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _StoppingUser)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    asked = []
+
+    def policy(messages, tools):
+        asked.append(messages)
+        return "Task Completed"
+
+    async def play(endpoint):
+        env = AsyncEnvScalerEnv(endpoint)
+        try:
+            return await Agent(policy).run(env, "notes-2", seed=3)
+        finally:
+            await env.close()
+
+    try:
+        with start_bridge(envs=[NOTES_ENVS], extra=("--user-base-url", url, "--user-model", "user-sim")) as b:
+            res = asyncio.run(play(b.endpoints[0]))
+    finally:
+        server.shutdown()
+    assert asked == []
+    assert (res.end_reason, res.steps, res.failures) == ("user_stop", 0, [])
