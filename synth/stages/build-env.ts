@@ -25,7 +25,9 @@ export const EnvPlan = z.object({
         name: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/),
         description: z.string().min(1),
         kind: z.enum(["query", "change"]),
-        parameters: z.object({ type: z.literal("object"), properties: JsonObject.default({}), required: z.array(z.string()).optional() }).passthrough(),
+        // each property's schema is an object: under --json-mode schema the decoder then cannot write
+        // {"id": "string"} (what the 0.5B wrote), and without it the message names the property
+        parameters: z.object({ type: z.literal("object"), properties: z.record(z.string(), JsonObject).default({}), required: z.array(z.string()).optional() }).passthrough(),
       }),
     )
     .min(3),

@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
 import { LlmClient, type LlmEvent } from "../../synth/llm/llm-client.js";
-import { buildEnv } from "../../synth/stages/build-env.js";
+import { buildEnv, EnvPlan } from "../../synth/stages/build-env.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
-import { GOOD_CODE, synthResponder } from "../synth-fixture.js";
+import { GOOD_CODE, PLAN, synthResponder } from "../synth-fixture.js";
 
 /** The fixture's good class, cut into its methods (each starts at two spaces of indent with its name). */
 function methodsOf(code: string): Map<string, string> {
@@ -58,4 +58,12 @@ test("a class that stays broken is written one method at a time: bad methods are
   } finally {
     await fixture.close();
   }
+});
+
+test("a plan whose tool parameters name a type instead of a schema (as the 0.5B wrote) fails on that property", () => {
+  const bad = { ...PLAN, tools: [{ ...PLAN.tools[0]!, parameters: { type: "object", properties: { patient_id: "string" } } }, ...PLAN.tools.slice(1)] };
+  const r = EnvPlan.safeParse(bad);
+  expect(r.success).toBe(false);
+  expect(r.error!.issues.map((i) => i.path.join("."))).toEqual(["tools.0.parameters.properties.patient_id"]);
+  expect(EnvPlan.safeParse(PLAN).success).toBe(true);
 });
