@@ -33,19 +33,6 @@ Give 6 to 20 tools mixing queries and state changes, rules the tools enforce, an
   ];
 }
 
-/**
- * One method written the way the contract asks, after envs/library's return_book (made
- * self-contained): small models follow an example more readily than a list of rules.
- */
-const EXAMPLE_METHOD = `return_book({ loan_id }) {
-  const loan = this.loans[loan_id];
-  if (!loan) return { success: false, error: \`Loan \${loan_id} not found\` };
-  if (loan.status !== "active") return { success: false, error: \`Loan \${loan_id} is not active\` };
-  loan.status = "returned";
-  this.books[loan.book_id].available_copies += 1;
-  return { success: true, data: { loan_id, status: loan.status } };
-}`;
-
 export function codePrompt(plan: { title: string; rules: string[]; tools: unknown[]; initial_state: unknown }, className: string): Message[] {
   return [
     {
@@ -55,11 +42,7 @@ Write the environment as one JavaScript class named ${className}, in a single \`
 - constructor(state): keep each top-level key of state as a field of the same name (this.books = state.books). The instance's fields ARE the state.
 - One method per tool, with the tool's name, taking ONE object of named arguments: get_book({ book_id }).
 - Return plain JSON: {success: true, data} or {success: false, error: "..."}; do not throw for expected failures (unknown ids, broken rules).
-- Enforce the rules. Mutate records in place. No imports, no require, no timers, no I/O. Date and Math.random may be used (they are virtual and seeded).
-A method of another env (a library), for the style:
-\`\`\`js
-${EXAMPLE_METHOD}
-\`\`\``,
+- Enforce the rules. Mutate records in place. No imports, no require, no timers, no I/O. Date and Math.random may be used (they are virtual and seeded).`,
     },
     { role: "user", content: `Environment: ${plan.title}\nRules:\n${plan.rules.map((r) => `- ${r}`).join("\n")}\nTools:\n${JSON.stringify(plan.tools, null, 1)}\nExample state:\n${JSON.stringify(plan.initial_state).slice(0, 4000)}` },
   ];
@@ -80,11 +63,7 @@ Write ONE method of the JavaScript class ${className}: the tool ${tool.name}. Re
 - The state is in fields of the instance, one per top-level key: ${Object.keys(plan.initial_state).map((k) => `this.${k}`).join(", ")}.
 - It takes ONE object of named arguments and returns plain JSON: {success: true, data} or {success: false, error: "..."}; it does not throw for expected failures (unknown ids, broken rules).
 - Enforce the rules. Mutate records in place. No imports, no require, no timers, no I/O. Date and Math.random may be used.
-- The class's other methods, which it may call as this.name({...}): ${others.join(", ") || "none"}.
-A method of another env (a library), for the style:
-\`\`\`js
-${EXAMPLE_METHOD}
-\`\`\``,
+- The class's other methods, which it may call as this.name({...}): ${others.join(", ") || "none"}.`,
     },
     { role: "user", content: `Environment: ${plan.title}\nRules:\n${plan.rules.map((r) => `- ${r}`).join("\n")}\nThe tool:\n${JSON.stringify(tool, null, 1)}\nExample state:\n${JSON.stringify(plan.initial_state).slice(0, 3000)}` },
   ];
