@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ModelClient } from "../../agent/model-client.js";
 import { passHatK } from "../../agent/pass-hat-k.js";
-import { runRollout, type RolloutOptions } from "../../agent/rollout.js";
+import { runRollout, type RolloutOptions, type RolloutRun } from "../../agent/rollout.js";
 import { selectScenarios } from "../../agent/select-scenarios.js";
 import { readSystemPromptFile, systemPrompt } from "../../agent/system-prompt.js";
 import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
@@ -203,41 +203,34 @@ describe("envscaler rollout against a bridge and the fixture endpoint", () => {
   });
 });
 
-test("a simulated user that stops in its opening message: the episode is scored at once, the agent is never asked", async () => {
-  const agentCalls: FixtureRequest[] = [];
-  const fixture = await OpenAIFixture.start((r) => (r.model === "user-sim" ? "# Thought:\nNothing to do.\n# Reply:\n###STOP###" : (agentCalls.push(r), "Task Completed")));
-  const supervisor = new Supervisor({ envs: [FIXTURES], endpoint: "tcp://127.0.0.1:*", replicas: 1, user: { baseURL: fixture.baseURL, apiKey: "k", model: "user-sim" }, recordDir: null, logger: createLogger("test-rollout-stop") });
+/** One episode of notes-2 (a conversation) through runRollout, on a bridge whose simulated user is `respond`'s "user-sim" model. */
+async function playNotes2(respond: (r: FixtureRequest) => Scripted): Promise<RolloutRun> {
+  const fixture = await OpenAIFixture.start(respond);
+  const supervisor = new Supervisor({ envs: [FIXTURES], endpoint: "tcp://127.0.0.1:*", replicas: 1, user: { baseURL: fixture.baseURL, apiKey: "k", model: "user-sim", maxRetries: 0 }, recordDir: null, logger: createLogger("test-rollout-notes2") });
   try {
     const { endpoints } = await supervisor.start();
-    const run = await runRollout({
+    return await runRollout({
       endpoints, scenarios: ["notes-2"], trials: 1, seed: 1, concurrency: 1, agent: { agentMode: "fc" },
       model: { baseURL: fixture.baseURL, apiKey: "k", model: "agent", backoffMs: 5, timeoutMs: 5000, maxRetries: 0 },
       out: tmp(), settings: { benchmark: null, user: { model: "user-sim", base_url: fixture.baseURL } },
     });
-    expect(agentCalls).toHaveLength(0);
-    expect(run.results.episodes).toHaveLength(1);
-    expect(run.results.episodes[0]).toMatchObject({ scenario_id: "notes-2", env_id: "notes-v1", end_reason: "user_stop", steps: 0, failures: [] });
   } finally {
     await supervisor.stop();
     await fixture.close();
   }
+}
+
+test("a simulated user that stops in its opening message: the episode is scored at once, the agent is never asked", async () => {
+  const agentCalls: FixtureRequest[] = [];
+  const run = await playNotes2((r) => (r.model === "user-sim" ? "# Thought:\nNothing to do.\n# Reply:\n###STOP###" : (agentCalls.push(r), "Task Completed")));
+  expect(agentCalls).toHaveLength(0);
+  expect(run.results.episodes).toHaveLength(1);
+  expect(run.results.episodes[0]).toMatchObject({ scenario_id: "notes-2", env_id: "notes-v1", end_reason: "user_stop", steps: 0, failures: [] });
 });
 
 test("an episode whose reset fails (the simulated user's endpoint is down) is reported under its env", async () => {
-  const fixture = await OpenAIFixture.start((r) => (r.model === "user-sim" ? 500 : "Task Completed"));
-  const supervisor = new Supervisor({ envs: [FIXTURES], endpoint: "tcp://127.0.0.1:*", replicas: 1, user: { baseURL: fixture.baseURL, apiKey: "k", model: "user-sim", maxRetries: 0 }, recordDir: null, logger: createLogger("test-rollout-down") });
-  try {
-    const { endpoints } = await supervisor.start();
-    const run = await runRollout({
-      endpoints, scenarios: ["notes-2"], trials: 1, seed: 1, concurrency: 1, agent: { agentMode: "fc" },
-      model: { baseURL: fixture.baseURL, apiKey: "k", model: "agent", backoffMs: 5, timeoutMs: 5000, maxRetries: 0 },
-      out: tmp(), settings: { benchmark: null, user: { model: "user-sim", base_url: fixture.baseURL } },
-    });
-    expect(run.results.episodes[0]).toMatchObject({ scenario_id: "notes-2", env_id: "notes-v1", episode_id: null, failures: ["user_simulator_failed"] });
-  } finally {
-    await supervisor.stop();
-    await fixture.close();
-  }
+  const run = await playNotes2((r) => (r.model === "user-sim" ? 500 : "Task Completed"));
+  expect(run.results.episodes[0]).toMatchObject({ scenario_id: "notes-2", env_id: "notes-v1", episode_id: null, failures: ["user_simulator_failed"] });
 });
 
 test("pass^k is tau-bench's: C(c,k)/C(n,k) averaged over tasks", () => {
