@@ -160,9 +160,9 @@ interface ClassTarget {
 }
 
 /** Writes `source` as the bundle's env.js and checks it in the sandbox (loads, matches its tools, no tool throws on simple input). */
-async function tryClass(target: ClassTarget, manifest: Record<string, unknown>, source: string): Promise<string[]> {
+async function tryClass(target: ClassTarget, source: string): Promise<string[]> {
   rmSync(target.dir, { recursive: true, force: true });
-  writeBundle(target.dir, manifest, source, target.probe);
+  writeBundle(target.dir, target.manifest, source, target.probe);
   return (await checkBundleIsolated(target.dir)).problems;
 }
 
@@ -175,7 +175,7 @@ async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): P
   try {
     const source = await llm.ask("code", codePrompt(plan, target.className), async (reply) => {
       const code = extractCode(reply);
-      const problems = await tryClass(target, target.manifest, code);
+      const problems = await tryClass(target, code);
       if (problems.length) throw new InvalidReply(`the class does not work: ${problems.join("; ")}`);
       return code;
     });
@@ -192,14 +192,14 @@ async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): P
     methods.push(
       await llm.ask("method", methodPrompt(plan, target.className, tool), async (reply) => {
         const method = methodSource(extractCode(reply), tool.name);
-        const problems = await tryClass(target, target.manifest, classOf(target.className, [...methods, method, ...stubs]));
+        const problems = await tryClass(target, classOf(target.className, [...methods, method, ...stubs]));
         if (problems.length) throw new InvalidReply(`the method does not work: ${problems.join("; ")}`);
         return method;
       }),
     );
   }
   const source = classOf(target.className, methods);
-  const problems = await tryClass(target, target.manifest, source);
+  const problems = await tryClass(target, source);
   if (problems.length) throw new LlmError(`code: the class put together from its methods does not work: ${problems.join("; ")}`);
   return { source, code_mode: "methods" };
 }
