@@ -45,11 +45,19 @@ export type JsonMode = "off" | "object" | "schema";
 /** The `response_format` of a JSON stage's requests under a JSON mode; undefined for "off". */
 export function responseFormat(mode: JsonMode, stage: string, schema: z.ZodType): Record<string, unknown> | undefined {
   if (mode === "object") return { type: "json_object" };
-  if (mode === "schema") {
-    const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" });
-    return { type: "json_schema", json_schema: { name: stage, schema: json } };
-  }
+  if (mode === "schema") return { type: "json_schema", json_schema: { name: stage, schema: jsonSchemaOf(schema) } };
   return undefined;
+}
+
+/** A stage's schema as JSON Schema, converted once per zod schema (every askJson call would otherwise redo it). */
+const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  let json = jsonSchemas.get(schema);
+  if (!json) {
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" });
+    jsonSchemas.set(schema, (json = rest));
+  }
+  return json;
 }
 
 export interface LlmEvent {
