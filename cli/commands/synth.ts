@@ -25,6 +25,7 @@ interface SynthArgs {
   maxRetries?: number;
   maxTokens?: number;
   jsonMode?: JsonMode;
+  reaskTemperatureStep?: number;
 }
 
 const STAGES = ["mine", "plan", "code", "method", "test", "judge", "scenario"];
@@ -64,11 +65,15 @@ const JSON_MODES: readonly JsonMode[] = ["off", "object", "schema"];
 const isJsonMode = (s: string): s is JsonMode => (JSON_MODES as readonly string[]).includes(s);
 
 /**
- * The LLM call limits and JSON mode: the flag, else ENVSCALER_LLM_TIMEOUT (seconds) /
- * ENVSCALER_LLM_MAX_RETRIES / ENVSCALER_LLM_MAX_TOKENS / ENVSCALER_LLM_JSON_MODE, else the
- * defaults (120 s, 4 retries, the server's own token cap, off).
+ * The LLM call limits, JSON mode and re-ask temperature step: the flag, else ENVSCALER_LLM_TIMEOUT
+ * (seconds) / ENVSCALER_LLM_MAX_RETRIES / ENVSCALER_LLM_MAX_TOKENS / ENVSCALER_LLM_JSON_MODE /
+ * ENVSCALER_LLM_REASK_TEMPERATURE_STEP, else the defaults (120 s, 4 retries, the server's own
+ * token cap, off, 0.3).
  */
-export function llmLimits(args: { timeout?: number; maxRetries?: number; maxTokens?: number; jsonMode?: string }, env: NodeJS.ProcessEnv = process.env): { timeoutMs: number; maxRetries: number; maxTokens?: number; jsonMode: JsonMode } {
+export function llmLimits(
+  args: { timeout?: number; maxRetries?: number; maxTokens?: number; jsonMode?: string; reaskTemperatureStep?: number },
+  env: NodeJS.ProcessEnv = process.env,
+): { timeoutMs: number; maxRetries: number; maxTokens?: number; jsonMode: JsonMode; reaskTemperatureStep: number } {
   const timeout = args.timeout ?? envNumber(env, "ENVSCALER_LLM_TIMEOUT") ?? 120;
   const maxRetries = args.maxRetries ?? envNumber(env, "ENVSCALER_LLM_MAX_RETRIES") ?? 4;
   const maxTokens = args.maxTokens ?? envNumber(env, "ENVSCALER_LLM_MAX_TOKENS");
@@ -77,7 +82,9 @@ export function llmLimits(args: { timeout?: number; maxRetries?: number; maxToke
   if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens > 0)) throw new Error(`the LLM max tokens must be a positive integer; got ${maxTokens}`);
   const jsonMode = args.jsonMode ?? env.ENVSCALER_LLM_JSON_MODE ?? "off";
   if (!isJsonMode(jsonMode)) throw new Error(`the JSON mode must be one of ${JSON_MODES.join(", ")}; got '${jsonMode}'`);
-  return { timeoutMs: timeout * 1000, maxRetries, ...(maxTokens !== undefined ? { maxTokens } : {}), jsonMode };
+  const reaskTemperatureStep = args.reaskTemperatureStep ?? envNumber(env, "ENVSCALER_LLM_REASK_TEMPERATURE_STEP") ?? 0.3;
+  if (!(reaskTemperatureStep >= 0 && reaskTemperatureStep <= 1)) throw new Error(`the re-ask temperature step must be between 0 and 1; got ${reaskTemperatureStep}`);
+  return { timeoutMs: timeout * 1000, maxRetries, ...(maxTokens !== undefined ? { maxTokens } : {}), jsonMode, reaskTemperatureStep };
 }
 
 /** Which progress bar an LLM stage's calls belong to. */
@@ -127,7 +134,8 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
       .option("timeout", { type: "number", describe: "seconds one LLM request may take before it is cancelled and retried (else ENVSCALER_LLM_TIMEOUT, else 120)" })
       .option("max-retries", { type: "number", describe: "retries of one LLM request after a transport error or timeout (else ENVSCALER_LLM_MAX_RETRIES, else 4)" })
       .option("max-tokens", { type: "number", describe: "max_tokens of every LLM request; a reply cut there is re-asked (else ENVSCALER_LLM_MAX_TOKENS, else the server's cap)" })
-      .option("json-mode", { choices: JSON_MODES, describe: "how JSON replies are asked for: off (the prompt), object (response_format json_object), schema (each stage's JSON Schema, enforced as it generates by llama.cpp, vLLM and other servers with constrained decoding; best for small models) (else ENVSCALER_LLM_JSON_MODE, else off)" }) as unknown as Argv<SynthArgs>,
+      .option("json-mode", { choices: JSON_MODES, describe: "how JSON replies are asked for: off (the prompt), object (response_format json_object), schema (each stage's JSON Schema, enforced as it generates by llama.cpp, vLLM and other servers with constrained decoding; best for small models) (else ENVSCALER_LLM_JSON_MODE, else off)" })
+      .option("reask-temperature-step", { type: "number", describe: "how much each re-ask of an invalid reply raises the temperature, up to 1.0 (0: not at all); small models repeat a reply byte for byte at a low temperature (else ENVSCALER_LLM_REASK_TEMPERATURE_STEP, else 0.3)" }) as unknown as Argv<SynthArgs>,
   handler: async (args: ArgumentsCamelCase<SynthArgs>) => {
     const bars = args.progress && process.stderr.isTTY ? new MultiBar({ format: "{stage} [{bar}] {value}/{total} | {llm}", stream: process.stderr }, Presets.shades_classic) : null;
     const seen = new Map<string, ReturnType<MultiBar["create"]>>();

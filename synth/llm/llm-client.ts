@@ -29,6 +29,13 @@ export interface LlmClientOptions {
   stageMaxTokens?: Record<string, number>;
   /** Re-asks after an invalid reply (bad JSON, schema, code that fails, cut at the token cap), per ask. @default 2 */
   maxReasks?: number;
+  /**
+   * How much each re-ask raises the stage's temperature (capped at 1.0; 0 keeps it). A small model
+   * at a low temperature answers a re-ask with the same reply byte for byte, reason or not (the
+   * 0.5B did for 4 of 6 lost mine lines, docs/local-model.md), so the same temperature would spend
+   * the re-ask on nothing. @default 0.3
+   */
+  reaskTemperatureStep?: number;
   /** Told of every retry, timeout, re-ask and cut reply as it happens (progress bars, logs). */
   onEvent?: (event: LlmEvent) => void;
   /**
@@ -171,8 +178,9 @@ export class LlmClient {
    * One chat completion and why it ended. Transport errors and timeouts are retried here (not in
    * the openai package) so that each retry and timeout is counted and reported as it happens.
    */
-  private async complete(stage: string, messages: Message[], format?: Record<string, unknown>): Promise<{ content: string; finish_reason: string }> {
-    const ep = this.endpoint(stage);
+  private async complete(stage: string, messages: Message[], format?: Record<string, unknown>, reask = 0): Promise<{ content: string; finish_reason: string }> {
+    const ep = { ...this.endpoint(stage) };
+    if (reask > 0) ep.temperature = reaskTemperature(ep.temperature, reask, this.options.reaskTemperatureStep ?? 0.3);
     const stats = this.stats(stage);
     const maxTokens = this.maxTokensOf(stage);
     const extra = { ...(maxTokens ? { max_tokens: maxTokens } : {}), ...(format ? { response_format: format } : {}) };
@@ -238,7 +246,7 @@ export class LlmClient {
     const maxTokens = this.maxTokensOf(stage);
     const max = this.options.maxReasks ?? 2;
     for (let attempt = 0; ; attempt++) {
-      const { content: reply, finish_reason } = await this.complete(stage, convo, format);
+      const { content: reply, finish_reason } = await this.complete(stage, convo, format, attempt);
       const cut = finish_reason === "length";
       try {
         // a reply cut at the token cap is unusable even when a prefix parses: it is re-asked
@@ -285,6 +293,12 @@ export class LlmClient {
     for (const u of Object.values(this.usage)) for (const k of Object.keys(t) as (keyof StageUsage)[]) t[k] += u[k] ?? 0;
     return t;
   }
+}
+
+/** The temperature of the n-th re-ask: the stage's own raised by n steps, at most 1.0, never lowered. */
+export function reaskTemperature(base: number, n: number, step: number): number {
+  if (step <= 0 || base >= 1) return base;
+  return Math.round(Math.min(1, base + n * step) * 100) / 100;
 }
 
 /**

@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { closeJson, LlmClient, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
+import { closeJson, LlmClient, reaskTemperature, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
 import { minePrompt } from "../../synth/prompts.js";
 import { mine } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
@@ -51,6 +51,26 @@ test("mine on the real model's failure shapes: a runaway reply cut at the stage 
   } finally {
     await fixture.close();
   }
+});
+
+test("each re-ask raises the temperature (the 0.5B gave byte-identical replies to re-asks at 0.2), up to 1.0; a step of 0 keeps it; the cache keys the re-asks apart", async () => {
+  const fixture = await OpenAIFixture.start([RUNAWAY, RUNAWAY, RUNAWAY, STOPPED_MID_STRING]);
+  try {
+    const llm = new LlmClient({ endpoints: { default: { model: "m", baseURL: fixture.baseURL, apiKey: "k", temperature: 0.2 } }, cacheDir: tmp(), concurrency: 1, maxRetries: 0, maxReasks: 3 });
+    await mine(llm, ["Find a clinical trial for a patient with stage 2 breast cancer."]);
+    expect(fixture.requests.map((q) => q.temperature)).toEqual([0.2, 0.5, 0.8, 1]);
+  } finally {
+    await fixture.close();
+  }
+  const still = await OpenAIFixture.start([RUNAWAY, STOPPED_MID_STRING]);
+  try {
+    const llm = new LlmClient({ endpoints: { default: { model: "m", baseURL: still.baseURL, apiKey: "k", temperature: 0.2 } }, cacheDir: tmp(), concurrency: 1, maxRetries: 0, reaskTemperatureStep: 0 });
+    await mine(llm, ["Find a clinical trial for a patient with stage 2 breast cancer."]);
+    expect(still.requests.map((q) => q.temperature)).toEqual([0.2, 0.2]);
+  } finally {
+    await still.close();
+  }
+  expect([reaskTemperature(0.7, 1, 0.3), reaskTemperature(0.7, 2, 0.3), reaskTemperature(1.2, 1, 0.3), reaskTemperature(0, 3, 0.1)]).toEqual([1, 1, 1.2, 0.3]);
 });
 
 test("closeJson adds only a missing tail: the closing quote and brackets of a reply that stopped early (the real 0.5B replies), nothing else", () => {

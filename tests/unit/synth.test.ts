@@ -270,9 +270,10 @@ test("a hung endpoint: each try is cancelled at the timeout and retried, counted
 });
 
 test("LLM limits come from the flags, else ENVSCALER_LLM_* env vars, else the defaults", () => {
-  expect(llmLimits({}, {})).toEqual({ timeoutMs: 120_000, maxRetries: 4, jsonMode: "off" });
-  expect(llmLimits({}, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_MAX_RETRIES: "1", ENVSCALER_LLM_MAX_TOKENS: "1024", ENVSCALER_LLM_JSON_MODE: "schema" })).toEqual({ timeoutMs: 600_000, maxRetries: 1, maxTokens: 1024, jsonMode: "schema" });
-  expect(llmLimits({ timeout: 30, maxRetries: 0, maxTokens: 256, jsonMode: "object" }, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_JSON_MODE: "schema" })).toEqual({ timeoutMs: 30_000, maxRetries: 0, maxTokens: 256, jsonMode: "object" });
+  expect(llmLimits({}, {})).toEqual({ timeoutMs: 120_000, maxRetries: 4, jsonMode: "off", reaskTemperatureStep: 0.3 });
+  expect(llmLimits({}, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_MAX_RETRIES: "1", ENVSCALER_LLM_MAX_TOKENS: "1024", ENVSCALER_LLM_JSON_MODE: "schema", ENVSCALER_LLM_REASK_TEMPERATURE_STEP: "0" })).toEqual({ timeoutMs: 600_000, maxRetries: 1, maxTokens: 1024, jsonMode: "schema", reaskTemperatureStep: 0 });
+  expect(llmLimits({ timeout: 30, maxRetries: 0, maxTokens: 256, jsonMode: "object", reaskTemperatureStep: 0.5 }, { ENVSCALER_LLM_TIMEOUT: "600", ENVSCALER_LLM_JSON_MODE: "schema", ENVSCALER_LLM_REASK_TEMPERATURE_STEP: "0" })).toEqual({ timeoutMs: 30_000, maxRetries: 0, maxTokens: 256, jsonMode: "object", reaskTemperatureStep: 0.5 });
+  expect(() => llmLimits({ reaskTemperatureStep: -0.1 }, {})).toThrow(/re-ask temperature step must be between 0 and 1; got -0.1/);
   expect(() => llmLimits({ timeout: 0 }, {})).toThrow(/timeout must be a positive/);
   expect(() => llmLimits({}, { ENVSCALER_LLM_MAX_RETRIES: "many" })).toThrow(/ENVSCALER_LLM_MAX_RETRIES must be a number/);
   expect(() => llmLimits({}, { ENVSCALER_LLM_JSON_MODE: "grammar" })).toThrow(/JSON mode must be one of off, object, schema; got 'grammar'/);
