@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
-import { minePrompt } from "../prompts.js";
+import { MINE_DEFINITION, minePrompt } from "../prompts.js";
 import { jaccard, shingles } from "../text-similarity.js";
 
 export type TaskFormat = "jsonl" | "json" | "api-bank";
@@ -61,6 +61,30 @@ export function prefilterReason(task: string): string | null {
 // small model repeat itself to the token cap
 export const MineJudgement = z.object({ needs_env: z.boolean(), topic: z.string().min(1).max(80), description: z.string().min(1).max(600), reason: z.string().max(300).default("") });
 
+/** Words a description may share in a row with the prompt's definition before it counts as copied. */
+const COPIED_RUN_WORDS = 6;
+
+const words = (text: string): string[] => text.toLowerCase().replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
+
+/**
+ * Whether a description copies the mine prompt's own definition of an environment (a run of
+ * COPIED_RUN_WORDS words or more). Qwen2.5-Coder 0.5B did for 4 of 10 API-Bank lines and the 1.5B for
+ * 2 of 10 (docs/local-model.md); such a description says nothing about the task's system, and two
+ * of them look alike enough to be merged into one env (the 1.5B's stress-management and
+ * milk-allergy lines were).
+ */
+export function copiesDefinition(description: string): boolean {
+  const def = new Set<string>();
+  const d = words(MINE_DEFINITION);
+  for (let i = 0; i + COPIED_RUN_WORDS <= d.length; i++) def.add(d.slice(i, i + COPIED_RUN_WORDS).join(" "));
+  const w = words(description);
+  for (let i = 0; i + COPIED_RUN_WORDS <= w.length; i++) if (def.has(w.slice(i, i + COPIED_RUN_WORDS).join(" "))) return true;
+  return false;
+}
+
+const checkJudgement = (j: z.infer<typeof MineJudgement>): string | null =>
+  j.needs_env && copiesDefinition(j.description) ? "the description copies this prompt's definition of an environment; describe the system this task needs (its records and what users do with them) in your own words" : null;
+
 export interface MinedEnv {
   topic: string;
   description: string;
@@ -112,7 +136,7 @@ export async function mine(llm: LlmClient, tasks: string[], options: MineOptions
   const judged = await Promise.all(
     todo.map(async ({ task }) => {
       try {
-        return { task, j: await llm.askJson("mine", minePrompt(task), MineJudgement) };
+        return { task, j: await llm.askJson("mine", minePrompt(task), MineJudgement, checkJudgement) };
       } catch (e) {
         if (!(e instanceof LlmError)) throw e;
         rejected.push({ item: task, reason: e.message });
