@@ -70,6 +70,7 @@ export async function runSynth(llm: LlmClient, o: SynthOptions): Promise<SynthRe
     const dirs = existsSync(buildDir) ? readdirSync(buildDir).map((d) => join(buildDir, d)).filter(isBundleDir) : [];
     const result: NonNullable<SynthReport["scenarios"]> = { envs: {}, rejected: [], check: {} };
     let done = 0;
+    o.progress?.("scenarios", 0, keptEnvs.size); // shown before the first env's scenario calls finish
     await Promise.all(
       dirs.map(async (dir) => {
         const envId = (readJson<{ id: string }>(join(dir, "manifest.json"))).id;

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { readSystemPromptFile, type AgentMode } from "../../agent/system-prompt.js";
+import { checkReachable } from "../../agent/reachability.js";
 import { OutcomeLog } from "../../agent/outcome-log.js";
 import { runRollout, type RolloutRun } from "../../agent/rollout.js";
 import { ABORTING_KINDS } from "../../agent/run-episode.js";
@@ -91,6 +92,14 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
   if (args.connectionFile) {
     const info = JSON.parse(readFileSync(args.connectionFile, "utf8")) as ConnectionInfo;
     endpoints = info.endpoints;
+    // a connection file outlives a bridge that was killed: say so now, not after the first reset's 10-minute timeout
+    await Promise.all(
+      endpoints.map((e) =>
+        checkReachable(e).catch((err: Error) => {
+          throw new Error(`${args.connectionFile}: ${err.message}`, { cause: err });
+        }),
+      ),
+    );
     if (info.curve) curve = { serverPublicKey: info.curve.server_public_key, publicKey: info.curve.client_public_key, secretKey: info.curve.client_secret_key };
   } else {
     process.env.ENVSCALER_LOG_LEVEL ??= "warn";

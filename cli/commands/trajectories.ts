@@ -103,7 +103,10 @@ export const viewCommand: CommandModule<object, ViewArgs> = {
       .positional("file", { type: "string", demandOption: true })
       .option("episode", { type: "string", describe: "episode id (default: the first in the file)" })
       .option("output", { alias: "o", type: "string", demandOption: true, describe: "the HTML file to write" }),
-  handler: (args: ArgumentsCamelCase<ViewArgs>) => {
+  // async: a throw (no such episode, an unwritable -o) becomes a rejection main prints as one line; yargs'
+  // .fail() never sees a synchronous throw, which escaped as a Node stack trace
+  // eslint-disable-next-line @typescript-eslint/require-await
+  handler: async (args: ArgumentsCamelCase<ViewArgs>) => {
     const e = load(args.file, args.episode)[0];
     if (!e) throw new Error(`no episodes in ${args.file}`);
     writeFileSync(args.output, episodePage(e));
@@ -139,7 +142,9 @@ export const exportCommand: CommandModule<object, ExportArgs> = {
       .option("require-done", { type: "boolean", default: false, describe: "keep tasks whose last reply says 'Task Completed' and conversations the user ended with ###STOP###" })
       .option("original-filter", { type: "boolean", default: false, describe: "EnvScaler's filter: turns in [3,29] (tasks) / [5,39] (conversations), --require-think, --require-done" })
       .option("system-prompt", { choices: ["env", "agent"] as const, default: "env" as const, describe: "system message: the env's introduction and rules, or the rollout agent's default prompt (with them)" }) as unknown as Argv<ExportArgs>,
-  handler: (args: ArgumentsCamelCase<ExportArgs>) => {
+  // async for the same reason as view's: a missing output folder is one line, not a stack
+  // eslint-disable-next-line @typescript-eslint/require-await
+  handler: async (args: ArgumentsCamelCase<ExportArgs>) => {
     const given: SftFilter = { minReward: args.minReward, minTurns: args.minTurns, maxTurns: args.maxTurns, requireThink: args.requireThink || undefined, requireDone: args.requireDone || undefined };
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as SftFilter;
     const filter = args.originalFilter ? (e: RecordedEpisode) => ({ ...originalFilter(e), ...defined }) : defined;

@@ -262,6 +262,7 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
 export async function buildEnvs(llm: LlmClient, mined: MinedEnv[], options: BuildOptions): Promise<BuildResult> {
   const rejected: Rejection[] = [];
   let done = 0;
+  options.onProgress?.(0, mined.length); // shown before the first env's (slow) plan, code and test calls
   const built = await Promise.all(
     mined.map(async (m) => {
       try {

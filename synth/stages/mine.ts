@@ -133,6 +133,8 @@ export async function mine(llm: LlmClient, tasks: string[], options: MineOptions
   }
   const todo = kept.slice(0, options.limit ?? kept.length);
   let done = 0;
+  // the stage shows (0/n) while its first slow call runs, not only once an item has finished
+  options.onProgress?.(0, todo.length);
   const judged = await Promise.all(
     todo.map(async ({ task }) => {
       try {

@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { expect, test } from "vitest";
+import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
 import { closeMatches } from "../../cli/commands/close-matches.js";
 import { listing } from "../../cli/commands/list.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
@@ -89,3 +91,25 @@ test("the CLI: import and list failures are one `envscaler:` line with exit 1, n
     expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
   }
 }, 300_000);
+
+test("the CLI: view of an episode a real trajectory file does not hold, and export to a folder that does not exist, are one line with exit 1, no stack", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "envscaler-cli-"));
+  const file = join(dir, "t.jsonl");
+  const writer = new TrajectoryWriter(file);
+  const rt = await EnvRuntime.start({ envs: [FIXTURES], recorder: writer });
+  try {
+    const r = await rt.reset("notes-1", 1, "ep-recorded");
+    await rt.finish(r.episode_id);
+  } finally {
+    await rt.close();
+    writer.close();
+  }
+  const view = await envscaler("view", file, "--episode", "ep-recordd", "-o", join(dir, "x.html"));
+  expect(view.code).toBe(1);
+  expect(view.stderr.trim()).toBe(`envscaler: no episode ep-recordd in ${file}; did you mean ep-recorded?`);
+  const exp = await envscaler("export", "sft", file, "-o", join(dir, "no-such-folder", "x.jsonl"));
+  expect(exp.code).toBe(1);
+  expect(exp.stderr.trim()).toMatch(/^envscaler: ENOENT: no such file or directory, open '.*no-such-folder\/x\.jsonl'$/);
+  // and the file itself is readable: the same commands with a good episode and output succeed
+  expect((await envscaler("view", file, "--episode", "ep-recorded", "-o", join(dir, "x.html"))).code).toBe(0);
+}, 180_000);

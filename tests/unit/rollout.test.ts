@@ -1,9 +1,11 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ModelClient } from "../../agent/model-client.js";
 import { passHatK } from "../../agent/pass-hat-k.js";
+import { BridgeNotRunning, checkReachable } from "../../agent/reachability.js";
 import { runRollout, type RolloutOptions, type RolloutRun } from "../../agent/rollout.js";
 import { selectScenarios } from "../../agent/select-scenarios.js";
 import { readSystemPromptFile, systemPrompt } from "../../agent/system-prompt.js";
@@ -269,6 +271,28 @@ test("--connection-file joins a running bridge (CurveZMQ keys from the file) and
   } finally {
     await supervisor.stop();
     await fixture.close();
+  }
+});
+
+test("--connection-file of a bridge that is no longer running fails at once, naming the file and the endpoint; a bound endpoint passes the check", async () => {
+  const dir = tmp();
+  // a port that was just free: nothing listens there now
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((r) => probe.close(() => r()));
+  const connectionFile = join(dir, "stale.json");
+  writeFileSync(connectionFile, JSON.stringify({ endpoints: [`tcp://127.0.0.1:${port}`], pid: 1 }));
+  const args = { connectionFile, scenarios: ["notes-1"], trials: 1, seed: 0, concurrency: 1, agentMode: "fc", model: "agent", baseUrl: "http://127.0.0.1:9/v1", apiKey: "k", timeout: 10, retries: 0, backoff: 10, out: join(dir, "run"), envs: [], replicas: 1, workers: 1, progress: false } as RolloutArgs;
+  await expect(rolloutWith(args)).rejects.toThrow(`${connectionFile}: cannot reach the bridge: connection to tcp://127.0.0.1:${port} refused; is a bridge running at tcp://127.0.0.1:${port}?`);
+  await expect(checkReachable(`ipc://${join(dir, "no-such.sock")}`)).rejects.toThrow(BridgeNotRunning);
+  await expect(checkReachable("tcp://*:*")).resolves.toBeUndefined(); // a bind address: left to ZeroMQ
+  const listening = createServer();
+  await new Promise<void>((r) => listening.listen(0, "127.0.0.1", r));
+  try {
+    await expect(checkReachable(`tcp://127.0.0.1:${(listening.address() as AddressInfo).port}`)).resolves.toBeUndefined();
+  } finally {
+    await new Promise<void>((r) => listening.close(() => r()));
   }
 });
 

@@ -324,6 +324,8 @@ test("synth with stderr not a terminal logs a progress line every few seconds, w
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     expect(await new Promise<number | null>((r) => child.on("exit", (c) => r(c)))).toBe(1);
     expect(stderr).toMatch(/^synth \d+s: .*in flight, calls 0 retries \d timeouts \d/m);
+    // the stage is named (0/1) while its only, hung call is in flight, not "starting" until an item ends
+    expect(stderr).toMatch(/^synth \d+s: mine 0\/1 \| 1 in flight/m);
     expect(stderr).toMatch(/timeouts [12] /);
     expect(stdout).toMatch(/1 calls failed on the transport after 1 retries \(2 timeouts\)/);
     expect(fixture.requests.map((r) => r.max_tokens)).toEqual([77, 77]);
