@@ -16,8 +16,9 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from .bridge_client import CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
+from .bridge_client import PROBE_AFTER_S, CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
 from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
+from .reachability import check_reachable
 
 __all__ = ["AsyncBridgeClient"]
 
@@ -49,6 +50,7 @@ class AsyncBridgeClient:
         self._reader: asyncio.Task[None] | None = None
         self.max_in_flight = 0  # the most requests that were awaiting replies at once
         self.discarded = 0
+        self._heard = False  # a reply came from the endpoint (see BridgeClient: the probe of a silent first contact)
 
     async def __aenter__(self) -> AsyncBridgeClient:
         return self
@@ -67,6 +69,7 @@ class AsyncBridgeClient:
             except CodecError:
                 self.discarded += 1
                 continue
+            self._heard = True
             rid = reply.get("id") if isinstance(reply, dict) else None
             fut = self._pending.pop(rid, None) if type(rid) is int else None
             if fut is None or fut.done():
@@ -91,7 +94,15 @@ class AsyncBridgeClient:
         t = self.timeout if timeout is None else timeout
         try:
             await self._socket.send(frame)
-            reply = await asyncio.wait_for(fut, t)
+            if not self._heard and t > PROBE_AFTER_S:
+                # first contact: after a short silence, check that anything listens there at all
+                try:
+                    reply = await asyncio.wait_for(asyncio.shield(fut), PROBE_AFTER_S)
+                except asyncio.TimeoutError:
+                    await asyncio.to_thread(check_reachable, self.endpoint)
+                    reply = await asyncio.wait_for(fut, t - PROBE_AFTER_S)
+            else:
+                reply = await asyncio.wait_for(fut, t)
         except asyncio.TimeoutError:
             raise BridgeTimeout(f"no reply to {op} from {self.endpoint} within {t:g} s") from None
         finally:

@@ -28,6 +28,7 @@ from .protocol import (
     packb,
     unpackb,
 )
+from .reachability import check_reachable
 
 __all__ = ["BridgeClient", "CurveKeys", "apply_curve", "connect_dealer"]
 
@@ -49,6 +50,11 @@ def apply_curve(socket: zmq.Socket[Any], curve: CurveKeys | None) -> None:
 
 
 S = TypeVar("S", bound="zmq.Socket[Any]")
+
+#: How long a client that has had no reply yet waits before it checks whether anything listens at
+#: its endpoint (a DEALER's connect never fails, so a bridge that is not running would otherwise
+#: show only as the request's timeout, a minute later). @unit seconds
+PROBE_AFTER_S = 1.0
 
 
 def connect_dealer(socket: S, endpoint: str, curve: CurveKeys | None) -> S:
@@ -92,6 +98,7 @@ class BridgeClient:
         # ids sent and not yet collected -> the reply once it arrived (None while waiting)
         self._pending: dict[int, dict[str, Any] | None] = {}
         self.discarded = 0  # replies that arrived for nobody (late, after a timeout)
+        self._heard = False  # a reply came from the endpoint (from then on a silence is a timeout, not a probe)
 
     # ------------------------------------------------------------------ context manager
 
@@ -161,12 +168,18 @@ class BridgeClient:
         with self._lock:
             if rid not in self._pending:
                 raise ValueError(f"request {rid} was never submitted or was already collected")
+            probe_at = None if self._heard else time.monotonic() + PROBE_AFTER_S
             try:
                 while self._pending.get(rid) is None:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not self._socket.poll(max(0, int(left * 1000) + 1), zmq.POLLIN):
+                    now = time.monotonic()
+                    until = deadline if probe_at is None else min(deadline, probe_at)
+                    if until - now <= 0 or not self._socket.poll(max(0, int((until - now) * 1000) + 1), zmq.POLLIN):
                         if self._pending.get(rid) is not None:
                             break
+                        if probe_at is not None and time.monotonic() < deadline:
+                            probe_at = None
+                            check_reachable(self.endpoint)  # nothing there: BridgeNotRunning, naming the endpoint
+                            continue
                         raise BridgeTimeout(f"no reply from {self.endpoint} within {timeout:g} s (is the bridge there still running?)")
                     self._read_available()
                 reply = self._pending[rid]
@@ -194,6 +207,7 @@ class BridgeClient:
                 self.discarded += 1
                 continue
             rid = reply.get("id") if isinstance(reply, dict) else None
+            self._heard = True
             if type(rid) is int and rid in self._pending and self._pending[rid] is None:
                 self._pending[rid] = reply
             else:

@@ -22,6 +22,7 @@ from typing import Any
 
 from .bridge_client import BridgeClient
 from .protocol import BridgeError
+from .reachability import BridgeNotRunning
 
 __all__ = ["Bridge", "connect", "launch", "resolve_command"]
 
@@ -126,7 +127,7 @@ def _answers_hello(endpoint: str, curve: dict[str, str] | None, timeout: float) 
         try:
             c.hello(client="envscaler.launch")
             return True
-        except BridgeError:
+        except (BridgeError, BridgeNotRunning):  # not bound yet: the caller asks again
             return False
 
 

@@ -51,6 +51,34 @@ def test_a_bridge_that_is_not_running_fails_at_once_naming_the_endpoint(tmp_path
     check_reachable("tcp://127.0.0.1:*")  # a bind pattern is left to ZeroMQ, not refused here
 
 
+def test_the_low_level_clients_probe_a_silent_first_contact(bridge):
+    """BridgeClient and AsyncBridgeClient (what ``connect(file).client()`` gives) used to wait their
+    whole timeout (60 s) on a dead endpoint; after PROBE_AFTER_S of silence they check it."""
+    import asyncio
+
+    from envscaler.async_bridge_client import AsyncBridgeClient
+    from envscaler.bridge_client import PROBE_AFTER_S, BridgeClient
+
+    endpoint = f"tcp://127.0.0.1:{_free_port()}"
+    started = time.monotonic()
+    with BridgeClient(endpoint, timeout=60) as c:
+        with pytest.raises(BridgeNotRunning, match=rf"connection to {endpoint} refused"):
+            c.hello()
+        assert not c._pending  # the request was given up, not left waiting
+
+    async def async_hello() -> None:
+        async with AsyncBridgeClient(endpoint, timeout=60) as ac:
+            await ac.hello()
+
+    with pytest.raises(BridgeNotRunning, match=rf"connection to {endpoint} refused"):
+        asyncio.run(async_hello())
+    assert time.monotonic() - started < 30  # two probes after PROBE_AFTER_S each, not two 60 s timeouts
+    assert PROBE_AFTER_S <= 2
+    # a running bridge answers before the probe, and a later silence is a plain timeout
+    with BridgeClient(bridge.endpoints[0], timeout=60) as c:
+        assert c.hello()["protocol_version"] >= 1
+
+
 def test_a_running_bridge_is_reachable(bridge):
     for endpoint in bridge.endpoints:
         check_reachable(endpoint)
