@@ -28,9 +28,9 @@ You design a simulated environment for training tool-using agents. Plan its stat
 Reply with JSON only:
 {"env_name": "snake_case_name", "title": string, "introduction": string, "rules": [string, ...],
  "state_schema": <JSON Schema of the whole state, type object>,
- "initial_state": <a realistic initial state: every top-level key that holds records is an object keyed by record id (never an array)>,
+ "initial_state": <a realistic initial state: every top-level key that holds records is an object keyed by record id (never an array), and each record also carries its id and every other field its schema marks required>,
  "tools": [{"name": "snake_case", "description": string, "kind": "query" | "change", "parameters": <JSON Schema, type object, with properties and required>}, ...]}
-Give 6 to 20 tools mixing queries and state changes, rules the tools enforce, and an initial state with several records per collection.`,
+Give 6 to 20 tools mixing queries and state changes, rules the tools enforce, and an initial state with 2 to 4 short records per collection.`,
     },
     { role: "user", content: `Topic: ${topic}\nDescription: ${description}` },
   ];

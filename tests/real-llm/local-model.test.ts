@@ -92,7 +92,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
     save();
     console.log(JSON.stringify(report.synth, null, 1));
     expect(t.calls + t.failures).toBeGreaterThan(0);
-  }, 3_600_000);
+  }, num("LOCAL_LLM_SYNTH_MINUTES", 60) * 60_000); // the 1.5B on 2 CPU cores needs more than an hour for 10 lines
 
   test("bundled task scenarios played by the model as the agent: how its replies parse, and the reward", async () => {
     const registry = EnvRegistry.load([BUNDLED_ENVS]);
