@@ -4,8 +4,10 @@ import type { Message } from "./llm/llm-client.js";
 
 const head = (stage: string) => `[envscaler synth: ${stage}]`;
 
-/** What the mine stage calls an environment. Small models copy it into their descriptions (see copiesDefinition). */
-export const MINE_DEFINITION = "a domain system with persistent records (entities with attributes) that tools read and change, e.g. a clinic's appointments, a library's loans, an inventory";
+/** The mine prompt's examples of an environment. Small models copy them into their descriptions (see withoutCopiedExamples). */
+export const MINE_EXAMPLES = "a clinic's appointments, a library's loans, an inventory";
+/** What the mine stage calls an environment. */
+export const MINE_DEFINITION = `a domain system with persistent records (entities with attributes) that tools read and change, e.g. ${MINE_EXAMPLES}`;
 
 export function minePrompt(task: string): Message[] {
   return [
@@ -13,7 +15,7 @@ export function minePrompt(task: string): Message[] {
       role: "system",
       content: `${head("mine")}
 You decide whether a user task needs a *stateful, tool-interactive environment*: ${MINE_DEFINITION}. Pure lookups of external facts, chit-chat, maths or one-shot API calls do not.
-Reply with JSON only, with the fields in this order: {"needs_env": boolean, "topic": string (2-5 words, the domain), "description": string (2-3 sentences: the system this task needs, its main entities, what users do with it, in your own words, not this definition's), "reason": string (one sentence: why it does or does not need such a system)}. Keep every string short and do not repeat yourself.`,
+Reply with JSON only, with the fields in this order: {"needs_env": boolean, "topic": string (2-5 words, the domain), "description": string (2-3 sentences: the system this task needs, its main entities, what users do with it; not the examples above), "reason": string (one sentence: why it does or does not need such a system)}. Keep every string short and do not repeat yourself.`,
     },
     { role: "user", content: `Task: ${task}` },
   ];

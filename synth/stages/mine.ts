@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
-import { MINE_DEFINITION, minePrompt } from "../prompts.js";
+import { MINE_EXAMPLES, minePrompt } from "../prompts.js";
 import { jaccard, shingles } from "../text-similarity.js";
 
 export type TaskFormat = "jsonl" | "json" | "api-bank";
@@ -61,29 +61,46 @@ export function prefilterReason(task: string): string | null {
 // small model repeat itself to the token cap
 export const MineJudgement = z.object({ needs_env: z.boolean(), topic: z.string().min(1).max(80), description: z.string().min(1).max(600), reason: z.string().max(300).default("") });
 
-/** Words a description may share in a row with the prompt's definition before it counts as copied. */
-const COPIED_RUN_WORDS = 6;
+/** Words in a row of the prompt's examples that make a sentence a copy of them ("a library s loans"). */
+const COPIED_RUN_WORDS = 4;
 
 const words = (text: string): string[] => text.toLowerCase().replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
 
-/**
- * Whether a description copies the mine prompt's own definition of an environment (a run of
- * COPIED_RUN_WORDS words or more). Qwen2.5-Coder 0.5B did for 4 of 10 API-Bank lines and the 1.5B for
- * 2 of 10 (docs/local-model.md); such a description says nothing about the task's system, and two
- * of them look alike enough to be merged into one env (the 1.5B's stress-management and
- * milk-allergy lines were).
- */
-export function copiesDefinition(description: string): boolean {
-  const def = new Set<string>();
-  const d = words(MINE_DEFINITION);
-  for (let i = 0; i + COPIED_RUN_WORDS <= d.length; i++) def.add(d.slice(i, i + COPIED_RUN_WORDS).join(" "));
-  const w = words(description);
-  for (let i = 0; i + COPIED_RUN_WORDS <= w.length; i++) if (def.has(w.slice(i, i + COPIED_RUN_WORDS).join(" "))) return true;
+const EXAMPLE_RUNS = (() => {
+  const w = words(MINE_EXAMPLES);
+  const runs = new Set<string>();
+  for (let i = 0; i + COPIED_RUN_WORDS <= w.length; i++) runs.add(w.slice(i, i + COPIED_RUN_WORDS).join(" "));
+  return runs;
+})();
+
+function copiesExamples(sentence: string): boolean {
+  const w = words(sentence);
+  for (let i = 0; i + COPIED_RUN_WORDS <= w.length; i++) if (EXAMPLE_RUNS.has(w.slice(i, i + COPIED_RUN_WORDS).join(" "))) return true;
   return false;
 }
 
+/**
+ * The description without its sentences that copy the mine prompt's examples of an environment
+ * ("a clinic's appointments, a library's loans, an inventory"). Qwen2.5-Coder 0.5B copied them for
+ * 4 of 10 API-Bank lines and the 1.5B for 2 (docs/local-model.md): such a sentence says nothing of
+ * the task's own system, and two descriptions carrying it look alike enough to be merged into one
+ * env (the 1.5B's stress-management and milk-allergy lines were). A re-ask does not help: the 1.5B
+ * answered three re-asks of a line with the same reply byte for byte, so the sentence is dropped
+ * and the rest kept.
+ */
+export function withoutCopiedExamples(description: string): string {
+  // a sentence ends at . ! or ? before a capital ("e.g. a clinic's" goes on)
+  const sentences = description.split(/(?<=[.!?])\s+(?=[A-Z])/);
+  return sentences.filter((s) => !copiesExamples(s)).join(" ").trim();
+}
+
+/** Fewer words than this left after dropping the copied examples: nothing of the task's system was said. */
+const MIN_OWN_WORDS = 5;
+
 const checkJudgement = (j: z.infer<typeof MineJudgement>): string | null =>
-  j.needs_env && copiesDefinition(j.description) ? "the description copies this prompt's definition of an environment; describe the system this task needs (its records and what users do with them) in your own words" : null;
+  j.needs_env && words(withoutCopiedExamples(j.description)).length < MIN_OWN_WORDS
+    ? "the description only repeats this prompt's examples of an environment; describe the system this task needs (its records and what users do with them)"
+    : null;
 
 export interface MinedEnv {
   topic: string;
@@ -155,10 +172,11 @@ export async function mine(llm: LlmClient, tasks: string[], options: MineOptions
       rejected.push({ item: r.task, reason: `no stateful env needed: ${r.j.reason || "(the model gave no reason)"}` });
       continue;
     }
-    const sh = shingles(`${r.j.topic} ${r.j.description}`, 1);
+    const description = withoutCopiedExamples(r.j.description);
+    const sh = shingles(`${r.j.topic} ${description}`, 1);
     const same = envs.find((e) => jaccard(e.sh, sh) >= (options.envSimilarity ?? 0.5));
     if (same) same.source_tasks.push(r.task);
-    else envs.push({ topic: r.j.topic, description: r.j.description, source_tasks: [r.task], sh });
+    else envs.push({ topic: r.j.topic, description, source_tasks: [r.task], sh });
   }
   return { envs: envs.map(({ sh: _, ...e }) => e), rejected };
 }

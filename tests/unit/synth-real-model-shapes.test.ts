@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { closeJson, LlmClient, reaskTemperature, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
 import { minePrompt } from "../../synth/prompts.js";
-import { copiesDefinition, mine } from "../../synth/stages/mine.js";
+import { mine, withoutCopiedExamples } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
 
 const tmp = () => mkdtempSync(join(tmpdir(), "envscaler-synth-real-"));
@@ -73,27 +73,31 @@ test("each re-ask raises the temperature (the 0.5B gave byte-identical replies t
   expect([reaskTemperature(0.7, 1, 0.3), reaskTemperature(0.7, 2, 0.3), reaskTemperature(1.2, 1, 0.3), reaskTemperature(0, 3, 0.1)]).toEqual([1, 1, 1.2, 0.3]);
 });
 
-// Qwen2.5-Coder 1.5B's mine replies on two API-Bank lines (docs/local-model.md): the first two
-// copy the prompt's definition of an environment; the third does not
+// Qwen2.5-Coder 1.5B's mine replies (docs/local-model.md): the first two copy the prompt's examples
+// of an environment in one sentence; the third uses the definition's words with its own examples
 const COPIED_STRESS = "A domain system with persistent records (entities with attributes) that tools read and change, e.g. a clinic's appointments, a library's loans, an inventory. Users can input their anxiety levels and receive personalized stress management techniques.";
-const COPIED_RECORDS = "A secure environment is required to access medical records for a patient named John Smith. The system should have persistent records (entities with attributes) that tools read and change, such as a clinic's appointments, a library's loans, an inventory.";
-const OWN_WORDS = "A cardiologist is a medical professional who specializes in the diagnosis and treatment of heart disease. In Los Angeles, a check-up appointment can be booked with one.";
+const COPIED_RECORDS = "A secure environment is required to access medical records for a patient named John Smith. The system should have persistent records (entities with attributes) that tools read and change, such as a clinic's appointments, a library's loans, an inventory. Users can log in to the system and request access to specific records.";
+const OWN_EXAMPLES = "A secure access system for medical records is needed for a patient named John Smith. The system should have persistent records (entities with attributes) that tools read and change, such as the patient's medical history, medications, appointments, and test results.";
 
-test("a mine description that copies the prompt's definition of an environment is re-asked with that reason (the 1.5B merged two unrelated lines through it); its own words pass", async () => {
-  expect([copiesDefinition(COPIED_STRESS), copiesDefinition(COPIED_RECORDS), copiesDefinition(OWN_WORDS)]).toEqual([true, true, false]);
-  // five words in a row of the definition are a coincidence, not a copy
-  expect(copiesDefinition("Patients have persistent records (entities with) insurance details.")).toBe(false);
+test("a mine description's sentences that copy the prompt's examples of an environment are dropped (the 1.5B merged two unrelated lines through them, and re-asks got the same reply); one that says nothing else is re-asked", async () => {
+  expect(withoutCopiedExamples(COPIED_STRESS)).toBe("Users can input their anxiety levels and receive personalized stress management techniques.");
+  expect(withoutCopiedExamples(COPIED_RECORDS)).toBe("A secure environment is required to access medical records for a patient named John Smith. Users can log in to the system and request access to specific records.");
+  expect(withoutCopiedExamples(OWN_EXAMPLES)).toBe(OWN_EXAMPLES);
+  // the same words, but not four of them in a row in the examples' order, are the task's own
+  expect(withoutCopiedExamples("Holds on library loans and an inventory of the books.")).toBe("Holds on library loans and an inventory of the books.");
   const reply = (description: string, needs_env = true) => JSON.stringify({ needs_env, topic: "stress management", description, reason: "x" });
-  const fixture = await OpenAIFixture.start([reply(COPIED_STRESS), reply("A coaching service that keeps each client's anxiety log and the techniques assigned to them."), reply(COPIED_RECORDS, false)]);
+  const ONLY_COPY = "A domain system with persistent records that tools read and change, e.g. a clinic's appointments, a library's loans, an inventory.";
+  const fixture = await OpenAIFixture.start([reply(ONLY_COPY), reply(COPIED_STRESS), reply("Allergy records of users and the foods that trigger them; users look up and add allergies."), reply(ONLY_COPY, false)]);
   try {
     const llm = client(fixture);
     const r = await mine(llm, ["Provide stress management techniques for reducing anxiety and promoting mental well-being."]);
-    expect(r.envs.map((e) => e.description)).toEqual(["A coaching service that keeps each client's anxiety log and the techniques assigned to them."]);
-    expect(fixture.requests[1]!.messages.at(-1)!.content).toMatch(/copies this prompt's definition of an environment/);
-    // a task judged to need no env is not re-asked for its description
-    const none = await mine(llm, ["Provide allergy information for a user with a milk allergy."]);
-    expect(none.envs).toEqual([]);
-    expect(fixture.requests).toHaveLength(3);
+    expect(r.envs.map((e) => e.description)).toEqual(["Users can input their anxiety levels and receive personalized stress management techniques."]);
+    expect(fixture.requests[1]!.messages.at(-1)!.content).toMatch(/only repeats this prompt's examples of an environment/);
+    // two lines whose copies used to make them look alike are now two envs
+    const two = await mine(llm, ["Provide allergy information for a user with a milk allergy.", "Find a clinical trial for a patient with stage 2 breast cancer."]);
+    expect(two.envs).toHaveLength(1); // the clinical-trial line was judged to need no env
+    expect(two.envs[0]!.description).toMatch(/^Allergy records/);
+    expect(fixture.requests).toHaveLength(4);
   } finally {
     await fixture.close();
   }
