@@ -212,6 +212,20 @@ function bareCalls(content: string): { values: unknown[]; text: string } | { err
   return { values, text: (text + content.slice(from)).trim() };
 }
 
+/** A whole reply that is one code-style call or a list of them, optionally fenced: `get_book(book_id="B1")`, `[a(x=1), b()]`. */
+const CODE_CALL_RE = /^\[?\s*[A-Za-z_][\w.]*\([\s\S]*\)\s*\]?$/;
+
+/**
+ * The reply when all of it is a function call written as code (BFCL's and Python's style), which
+ * small models write for tools (a helper's try of the bridge did, and the episode ended as a text
+ * reply with reward 0); null for anything else, prose with a call in it included.
+ */
+function codeStyleCall(content: string): string | null {
+  const fenced = /^```[ \t]*(?:python|py|tool_code|tool|)[ \t]*\n([\s\S]*?)\n?```$/i.exec(content);
+  const body = (fenced ? fenced[1]! : content).trim();
+  return CODE_CALL_RE.test(body) ? body : null;
+}
+
 /**
  * Raw assistant text: optional `<think>…</think>`, then text and/or tool calls in any format small
  * and large models actually emit — `<tool_call>{…}</tool_call>` blocks (Qwen/Hermes), ```json
@@ -253,7 +267,11 @@ export function parseAssistantText(text: string, step: number): ParsedAction {
   }
   if (!content) return invalid("the reply is empty");
   const found = fencedCalls(content) ?? bareCalls(content);
-  if (!found) return { kind: "text", text: content, reasoning };
+  if (!found) {
+    const call = codeStyleCall(content);
+    if (call) return invalid(`the reply is a function call written as code (${call.length > 80 ? `${call.slice(0, 80)}…` : call}), not as JSON`);
+    return { kind: "text", text: content, reasoning };
+  }
   if ("error" in found) return invalid(found.error);
   return fromCallList(flattenCalls(found.values), step, found.text, reasoning);
 }

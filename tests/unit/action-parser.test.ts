@@ -106,6 +106,10 @@ test("text that looks like a failed tool call is invalid (with the format hint),
     ['Let me search. {"name": "search_books", "arguments": {"title": }}', /not valid JSON/],
     ["<tool_call>{bad json}</tool_call>", /<tool_call> block is not valid JSON/],
     ['{"name": "search_books"}</tool_call>', /unclosed <tool_call>/],
+    // calls written as code (Python / BFCL style): the model meant a call, so it can correct the format
+    ['get_book(book_id="B001")', /function call written as code \(get_book\(book_id="B001"\)\), not as JSON/],
+    ['[get_book(book_id="B001"), get_member(member_id="M013")]', /function call written as code/],
+    ['```python\nlibrary.get_book(book_id="B001")\n```', /function call written as code \(library\.get_book/],
   ];
   for (const [text, reason] of cases) {
     const a = parseAction(text, 1);
@@ -120,5 +124,7 @@ test("plain natural-language replies stay text, including ones that quote data o
     'The record says {"name": "Ann", "age": 3}, is that you?',
     "Run this:\n```python\nprint({'a': 1})\n```",
     "Use the format {name} {surname} please.",
+    "Call get_book(book_id) with the id, then tell me.",
+    "Done (the loan is returned).",
   ]) expect(parseAction(text, 1), text).toEqual({ kind: "text", text, reasoning: undefined });
 });
