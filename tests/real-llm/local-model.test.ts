@@ -57,7 +57,7 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
       endpoints: { default: { model: MODEL, baseURL: BASE_URL, apiKey: "sk-local", temperature: 0.2 } },
       cacheDir: join(out, ".cache"),
       concurrency: 2, // the server's slots
-      timeoutMs: 300_000,
+      timeoutMs: num("LOCAL_LLM_TIMEOUT_S", 300) * 1000, // a 1,536-token plan takes the 1.5B 220-280 s here
       maxRetries: 1,
       maxTokens: 1536,
       // LOCAL_LLM_JSON_MODE: synth's --json-mode (off, object, schema); llama.cpp enforces a schema as it generates
