@@ -77,7 +77,32 @@ export interface BuildResult {
 
 const pascal = (s: string) => s.split("_").map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join("");
 
-function checkPlan(plan: EnvPlan): string | null {
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * Gives each record of a collection the `id` its schema requires and the plan left out, from the
+ * key it is stored under. Records keyed by id without the id inside are the small models' most
+ * common plan mistake (Qwen2.5-Coder 1.5B: four plans in two runs, re-asked with the reason and
+ * repeated; docs/local-model.md), and the key says exactly what the id is. Only a field named
+ * `id`, only when the schema requires it: a missing `patient_id` is a reference, not the key.
+ */
+export function fillRecordIds(plan: EnvPlan): void {
+  const properties = isObject(plan.state_schema.properties) ? plan.state_schema.properties : {};
+  for (const [name, records] of Object.entries(plan.initial_state)) {
+    const schema = properties[name];
+    const record = isObject(schema) && isObject(schema.additionalProperties) ? schema.additionalProperties : null;
+    if (!record || !Array.isArray(record.required) || !record.required.includes("id") || !isObject(records)) continue;
+    const idSchema = isObject(record.properties) && isObject(record.properties.id) ? record.properties.id : {};
+    const numeric = idSchema.type === "integer" || idSchema.type === "number";
+    for (const [key, r] of Object.entries(records)) {
+      if (isObject(r) && !("id" in r)) r.id = numeric && /^-?\d+$/.test(key) ? Number(key) : key;
+    }
+  }
+}
+
+/** Why a plan cannot be built (null: it can). Fills missing record ids first (fillRecordIds): the plan askJson returns is the one checked. */
+export function checkPlan(plan: EnvPlan): string | null {
+  fillRecordIds(plan);
   const names = plan.tools.map((t) => t.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) return `tool ${dup} is listed twice`;

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { closeJson, LlmClient, reaskTemperature, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
 import { minePrompt } from "../../synth/prompts.js";
+import { checkPlan, EnvPlan, fillRecordIds } from "../../synth/stages/build-env.js";
 import { mine, withoutCopiedExamples } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
 
@@ -101,6 +102,29 @@ test("a mine description's sentences that copy the prompt's examples of an envir
   } finally {
     await fixture.close();
   }
+});
+
+test("plan records keyed by id but without the id their schema requires get it from their key (the 1.5B's commonest plan mistake); other missing fields stay errors", () => {
+  const record = (extra: Record<string, unknown> = {}) => ({ type: "object", properties: { id: { type: "string" }, user: { type: "string" }, ...extra }, required: ["id", "user"] });
+  // the 1.5B's plan (state part, shortened): two collections of records without ids, and a plain object
+  const plan = EnvPlan.parse({
+    env_name: "wellness_retreat",
+    title: "Wellness retreats",
+    introduction: "Book retreats.",
+    rules: ["A reservation needs a user."],
+    state_schema: { type: "object", properties: { appointments: { type: "object", additionalProperties: record() }, reservations: { type: "object", additionalProperties: record() }, progress: { type: "object", properties: { user1: { type: "object" } } } } },
+    initial_state: { appointments: { "1": { user: "John Doe" }, "2": { user: "Jane Smith" } }, reservations: { "1": { user: "John Doe" } }, progress: { user1: { health: 70 } } },
+    tools: ["list_reservations", "book_retreat", "cancel_reservation"].map((name) => ({ name, description: "A tool.", kind: "query", parameters: { type: "object", properties: {}, required: [] } })),
+  });
+  expect(checkPlan(plan)).toBeNull();
+  expect(plan.initial_state).toEqual({ appointments: { "1": { user: "John Doe", id: "1" }, "2": { user: "Jane Smith", id: "2" } }, reservations: { "1": { user: "John Doe", id: "1" } }, progress: { user1: { health: 70 } } });
+  // a numeric id schema gets a number; a record that has an id keeps its own
+  const numeric = { ...plan, state_schema: { type: "object", properties: { rooms: { type: "object", additionalProperties: { ...record(), properties: { id: { type: "integer" }, user: { type: "string" } } } } } }, initial_state: { rooms: { "7": { user: "a" }, x: { id: 9, user: "b" } } } };
+  fillRecordIds(numeric);
+  expect(numeric.initial_state).toEqual({ rooms: { "7": { user: "a", id: 7 }, x: { id: 9, user: "b" } } });
+  // a missing reference (patient_id) is not the key: still reported
+  const ref = { ...plan, state_schema: { type: "object", properties: { visits: { type: "object", additionalProperties: { type: "object", properties: { id: { type: "string" }, patient_id: { type: "string" } }, required: ["id", "patient_id"] } } } }, initial_state: { visits: { v1: { id: "v1" } } } };
+  expect(checkPlan(ref)).toMatch(/\/visits\/v1 must have required property 'patient_id'/);
 });
 
 test("closeJson adds only a missing tail: the closing quote and brackets of a reply that stopped early (the real 0.5B replies), nothing else", () => {
