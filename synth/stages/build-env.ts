@@ -100,8 +100,28 @@ export function fillRecordIds(plan: EnvPlan): void {
   }
 }
 
-/** Why a plan cannot be built (null: it can). Fills missing record ids first (fillRecordIds): the plan askJson returns is the one checked. */
+/**
+ * Turns JSON Schema draft 3's `"required": true` on a property into the `required` array of the
+ * object holding it (and drops a boolean `required` anywhere else), in place. Qwen2.5-Coder 1.5B
+ * wrote its schemas that way in 5 plans over two runs, re-asked with ajv's "required must be array"
+ * and repeated each time (docs/local-model.md); the intent is unambiguous.
+ */
+export function requiredFlagsToArrays(schema: unknown): void {
+  if (Array.isArray(schema)) {
+    for (const s of schema) requiredFlagsToArrays(s);
+    return;
+  }
+  if (!isObject(schema)) return;
+  const flagged = isObject(schema.properties) ? Object.entries(schema.properties).filter(([, p]) => isObject(p) && p.required === true).map(([name]) => name) : [];
+  if (typeof schema.required === "boolean") delete schema.required;
+  if (flagged.length) schema.required = [...new Set([...(Array.isArray(schema.required) ? (schema.required as unknown[]) : []), ...flagged])];
+  for (const [key, v] of Object.entries(schema)) if (key !== "required" && key !== "enum" && key !== "const" && key !== "default" && key !== "examples") requiredFlagsToArrays(v);
+}
+
+/** Why a plan cannot be built (null: it can). Repairs two unambiguous small-model slips first (draft-3 `required`, missing record ids): the plan askJson returns is the one checked. */
 export function checkPlan(plan: EnvPlan): string | null {
+  requiredFlagsToArrays(plan.state_schema);
+  for (const t of plan.tools) requiredFlagsToArrays(t.parameters);
   fillRecordIds(plan);
   const names = plan.tools.map((t) => t.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);

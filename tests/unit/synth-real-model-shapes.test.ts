@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { closeJson, LlmClient, reaskTemperature, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
 import { minePrompt } from "../../synth/prompts.js";
-import { checkPlan, EnvPlan, fillRecordIds } from "../../synth/stages/build-env.js";
+import { checkPlan, EnvPlan, fillRecordIds, requiredFlagsToArrays } from "../../synth/stages/build-env.js";
 import { mine, withoutCopiedExamples } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
 
@@ -125,6 +125,35 @@ test("plan records keyed by id but without the id their schema requires get it f
   // a missing reference (patient_id) is not the key: still reported
   const ref = { ...plan, state_schema: { type: "object", properties: { visits: { type: "object", additionalProperties: { type: "object", properties: { id: { type: "string" }, patient_id: { type: "string" } }, required: ["id", "patient_id"] } } } }, initial_state: { visits: { v1: { id: "v1" } } } };
   expect(checkPlan(ref)).toMatch(/\/visits\/v1 must have required property 'patient_id'/);
+});
+
+test("a plan schema written with draft 3's \"required\": true on its properties is turned into required arrays (5 of the 1.5B's plans), then checked as usual", () => {
+  // the 1.5B's check-up plan, shortened: true on each property and on the record and its items
+  const history = { type: "array", items: { type: "object", properties: { date: { type: "string", required: true }, description: { type: "string", required: true } }, required: true }, required: true };
+  const schema = { type: "object", properties: { patients: { type: "object", additionalProperties: { type: "object", properties: { id: { type: "string", required: true }, name: { type: "string", required: true }, nickname: { type: "string", required: false }, medical_history: history }, required: true } } } };
+  requiredFlagsToArrays(schema);
+  expect(schema.properties.patients.additionalProperties).toEqual({
+    type: "object",
+    properties: { id: { type: "string" }, name: { type: "string" }, nickname: { type: "string" }, medical_history: { type: "array", items: { type: "object", properties: { date: { type: "string" }, description: { type: "string" } }, required: ["date", "description"] } } },
+    required: ["id", "name", "medical_history"],
+  });
+  // a default, enum or example that holds {"required": true} is data, not a schema
+  const data = { type: "object", properties: { rule: { type: "object", default: { required: true }, enum: [{ required: true }], examples: [{ required: false }] } }, required: ["rule"] };
+  requiredFlagsToArrays(data);
+  expect(data).toEqual({ type: "object", properties: { rule: { type: "object", default: { required: true }, enum: [{ required: true }], examples: [{ required: false }] } }, required: ["rule"] });
+  // in a whole plan: the state schema and each tool's parameters (the 1.5B's find_class), then the ids
+  const plan = EnvPlan.parse({
+    env_name: "healthcare_checkup",
+    title: "Check-ups",
+    introduction: "Book check-ups.",
+    rules: ["A patient has a name."],
+    state_schema: { type: "object", properties: { patients: { type: "object", additionalProperties: { type: "object", properties: { id: { type: "string", required: true }, name: { type: "string", required: true } }, required: true } } } },
+    initial_state: { patients: { P1: { name: "John Doe" } } },
+    tools: ["find_patient", "add_patient", "book_checkup"].map((name) => ({ name, description: "A tool.", kind: "query", parameters: { type: "object", properties: { name: { type: "string", required: true } } } })),
+  });
+  expect(checkPlan(plan)).toBeNull();
+  expect(plan.tools[0]!.parameters).toEqual({ type: "object", properties: { name: { type: "string" } }, required: ["name"] });
+  expect(plan.initial_state).toEqual({ patients: { P1: { name: "John Doe", id: "P1" } } });
 });
 
 test("closeJson adds only a missing tail: the closing quote and brackets of a reply that stopped early (the real 0.5B replies), nothing else", () => {
