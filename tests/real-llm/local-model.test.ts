@@ -116,7 +116,10 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
         replies: total,
         kinds,
         call_errors: callErrors,
-        parse_rate: total ? Math.round(((kinds.tool_calls_api + kinds.parsed_from_text) / total) * 1000) / 1000 : 0,
+        // replies the env read as what they are (a tool call, or a text reply to the user), against
+        // unparseable ones (invalid_action) and endpoint errors; and the share that were tool calls
+        parse_rate: total ? Math.round(((kinds.tool_calls_api + kinds.parsed_from_text + kinds.text_reply) / total) * 1000) / 1000 : 0,
+        tool_call_rate: total ? Math.round(((kinds.tool_calls_api + kinds.parsed_from_text) / total) * 1000) / 1000 : 0,
         mean_reward: episodes.length ? Math.round((episodes.reduce((a, e) => a + e.reward, 0) / episodes.length) * 1000) / 1000 : 0,
         episodes,
       };
