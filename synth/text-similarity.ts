@@ -1,12 +1,17 @@
+/** A text's words, lowercased, punctuation dropped ("a library's loans" -> a, library, s, loans). */
+export function words(text: string): string[] {
+  return text.toLowerCase().replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
+}
+
 /** Word n-gram shingles of a text, lowercased, for near-duplicate detection. */
 export function shingles(text: string, n = 2): Set<string> {
-  const words = text.toLowerCase().replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
+  const ws = words(text);
   const out = new Set<string>();
-  if (words.length < n) {
-    if (words.length) out.add(words.join(" "));
+  if (ws.length < n) {
+    if (ws.length) out.add(ws.join(" "));
     return out;
   }
-  for (let i = 0; i + n <= words.length; i++) out.add(words.slice(i, i + n).join(" "));
+  for (let i = 0; i + n <= ws.length; i++) out.add(ws.slice(i, i + n).join(" "));
   return out;
 }
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { MINE_EXAMPLES, minePrompt } from "../prompts.js";
-import { jaccard, shingles } from "../text-similarity.js";
+import { jaccard, shingles, words } from "../text-similarity.js";
 
 export type TaskFormat = "jsonl" | "json" | "api-bank";
 
@@ -63,8 +63,6 @@ export const MineJudgement = z.object({ needs_env: z.boolean(), topic: z.string(
 
 /** Words in a row of the prompt's examples that make a sentence a copy of them ("a library s loans"). */
 const COPIED_RUN_WORDS = 4;
-
-const words = (text: string): string[] => text.toLowerCase().replace(/[^\p{L}\p{N}\s]/gu, " ").split(/\s+/).filter(Boolean);
 
 const EXAMPLE_RUNS = (() => {
   const w = words(MINE_EXAMPLES);
