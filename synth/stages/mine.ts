@@ -64,18 +64,9 @@ export const MineJudgement = z.object({ needs_env: z.boolean(), topic: z.string(
 /** Words in a row of the prompt's examples that make a sentence a copy of them ("a library s loans"). */
 const COPIED_RUN_WORDS = 4;
 
-const EXAMPLE_RUNS = (() => {
-  const w = words(MINE_EXAMPLES);
-  const runs = new Set<string>();
-  for (let i = 0; i + COPIED_RUN_WORDS <= w.length; i++) runs.add(w.slice(i, i + COPIED_RUN_WORDS).join(" "));
-  return runs;
-})();
+const EXAMPLE_RUNS = shingles(MINE_EXAMPLES, COPIED_RUN_WORDS);
 
-function copiesExamples(sentence: string): boolean {
-  const w = words(sentence);
-  for (let i = 0; i + COPIED_RUN_WORDS <= w.length; i++) if (EXAMPLE_RUNS.has(w.slice(i, i + COPIED_RUN_WORDS).join(" "))) return true;
-  return false;
-}
+const copiesExamples = (sentence: string): boolean => [...shingles(sentence, COPIED_RUN_WORDS)].some((run) => EXAMPLE_RUNS.has(run));
 
 /**
  * The description without its sentences that copy the mine prompt's examples of an environment
