@@ -1,3 +1,4 @@
+import { DEFAULT_FUEL_ALLOWANCE } from "../sandbox/wasm-fuel.js";
 import { Machine, newBlankInstance } from "../sandbox/quickjs-machine.js";
 
 export interface SyntaxErrorLocation {
@@ -21,8 +22,21 @@ const COMPILE_DEADLINE_MS = 5000;
 export async function syntaxErrorLocation(source: string, filename: string): Promise<SyntaxErrorLocation | null> {
   const deadline = performance.now() + COMPILE_DEADLINE_MS;
   // a throwaway instance of its own: no prelude, no host function, never recycled
-  const machine = Machine.create(await newBlankInstance(COMPILE_MEMORY_BYTES), 256 * 1024, { hostCall: () => 0, shouldInterrupt: () => performance.now() > deadline });
-  const result = machine.eval(source, filename, true);
+  const late = () => performance.now() > deadline;
+  const machine = Machine.create(await newBlankInstance(COMPILE_MEMORY_BYTES), 256 * 1024, {
+    hostCall: () => 0,
+    shouldInterrupt: late,
+    fuel: () => {
+      if (late()) throw new Error("compiling ran past its deadline");
+      return DEFAULT_FUEL_ALLOWANCE;
+    },
+  });
+  let result;
+  try {
+    result = machine.eval(source, filename, true);
+  } catch {
+    return null; // the parser itself was stopped at the deadline: no position to report
+  }
   if (result.ok) {
     machine.free(result.value);
     return null;

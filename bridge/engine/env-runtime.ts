@@ -7,6 +7,7 @@ import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
+import { EngineHost } from "./engine-host.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
 
 /** A request the runtime could not serve; `code` is one of the protocol's error codes. */
@@ -23,7 +24,12 @@ export class RuntimeError extends Error {
 export interface RuntimeOptions {
   /** Bundle folders, or folders of bundles. */
   envs: string[];
-  /** Engine worker threads; episodes are spread over them. @default 1 */
+  /**
+   * Engine worker threads; episodes are spread over them. 0: episodes run in this thread, with no
+   * thread hop and no watchdog (the sandbox's fuel checks stop a guest call at its deadline
+   * wherever it is); give this thread a large stack (ENGINE_STACK_MB) so the guest gets a full
+   * one (see safeGuestStackBytes). @default 1
+   */
   workers?: number;
   /** The simulated user's endpoint for conversation scenarios; null: conversation episodes have no user. */
   user?: UserSimulatorConfig | null;
@@ -117,7 +123,10 @@ interface EpisodeRecord {
 
 interface Engine {
   index: number;
-  worker: Worker;
+  /** The engine's thread, or null for the engine that runs in this thread (`workers: 0`). */
+  worker: Worker | null;
+  /** The in-thread engine's episodes (null for a worker thread's). */
+  host: EngineHost | null;
   watch: Float64Array;
   ready: Promise<void>;
   pending: Map<number, Pending>;
@@ -162,7 +171,8 @@ export class EnvRuntime {
 
   static async start(options: RuntimeOptions): Promise<EnvRuntime> {
     const rt = new EnvRuntime(options);
-    for (let i = 0; i < Math.max(1, options.workers ?? 1); i++) rt.engines.push(rt.spawn(i, []));
+    if (options.workers === 0) rt.engines.push(rt.inThread());
+    else for (let i = 0; i < Math.max(1, options.workers ?? 1); i++) rt.engines.push(rt.spawn(i, []));
     try {
       await Promise.all(rt.engines.map((e) => e.ready));
     } catch (e) {
@@ -174,6 +184,22 @@ export class EnvRuntime {
     return rt;
   }
 
+  /** The engine of `workers: 0`: an EngineHost in this thread, answering through the same pending map as a worker. */
+  private inThread(): Engine {
+    const engine: Engine = { index: 0, worker: null, host: null, watch: new Float64Array(2), ready: Promise.resolve(), pending: new Map(), episodes: new Set(), restarts: [], stopping: false, outbox: [] };
+    engine.host = new EngineHost({
+      registry: this.registry,
+      reply: (reply) => {
+        const p = engine.pending.get(reply.id);
+        if (!p) return;
+        engine.pending.delete(reply.id);
+        p.resolve(reply);
+      },
+    });
+    engine.ready = engine.host.warm(this.options.warmSessions ?? 0);
+    return engine;
+  }
+
   private spawn(index: number, restarts: number[]): Engine {
     const { url, execArgv } = workerEntry();
     const watch = new Float64Array(new SharedArrayBuffer(16));
@@ -183,7 +209,7 @@ export class EnvRuntime {
       // the sandbox's stack budget is derived from this (see safeGuestStackBytes)
       resourceLimits: { stackSizeMb: ENGINE_STACK_MB },
     });
-    const engine: Engine = { index, worker, watch, ready: Promise.resolve(), pending: new Map(), episodes: new Set(), restarts, stopping: false, outbox: [] };
+    const engine: Engine = { index, worker, host: null, watch, ready: Promise.resolve(), pending: new Map(), episodes: new Set(), restarts, stopping: false, outbox: [] };
     engine.ready = new Promise<void>((resolve, reject) => {
       const onMessage = (m: unknown) => {
         if ((m as { ready?: boolean }).ready) {
@@ -232,7 +258,7 @@ export class EnvRuntime {
    */
   private async recover(engine: Engine, culprit: number | null): Promise<void> {
     engine.stopping = true;
-    await engine.worker.terminate();
+    await engine.worker?.terminate();
     const now = Date.now();
     const restarts = [...engine.restarts.filter((t) => now - t < 60_000), now];
     const replacement = this.spawn(engine.index, restarts);
@@ -319,6 +345,11 @@ export class EnvRuntime {
     const id = this.nextRequest++;
     return new Promise<EngineReply>((resolve) => {
       engine.pending.set(id, { body, episode, resolve });
+      if (engine.host) {
+        // in this thread: straight in, no batching (there is no hop to amortise)
+        engine.host.accept({ ...body, id, slot: episode.slot } as EngineRequest & { slot: number });
+        return;
+      }
       // requests made in the same turn of the event loop cross to the worker in one message: a
       // thread hop costs ~100 µs here, so 64 pipelined steps must not pay it 64 times
       engine.outbox.push({ ...body, id, slot: episode.slot });
@@ -330,7 +361,7 @@ export class EnvRuntime {
     if (engine.outbox.length === 0 || engine.stopping) return;
     const batch = engine.outbox;
     engine.outbox = [];
-    engine.worker.postMessage(batch);
+    engine.worker!.postMessage(batch);
   }
 
   private async request(rec: EpisodeRecord, body: RequestBody): Promise<unknown> {
@@ -640,7 +671,8 @@ export class EnvRuntime {
       this.engines.map((e) => {
         e.stopping = true;
         for (const p of e.pending.values()) p.resolve({ id: 0, ok: false, error: { code: "closed", message: "the runtime closed" } });
-        return e.worker.terminate();
+        // the in-thread engine has no thread to end: its sandboxes go with its episodes
+        return e.worker ? e.worker.terminate() : Promise.resolve(0);
       }),
     );
   }

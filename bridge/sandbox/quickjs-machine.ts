@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { memoryPages } from "./limits.js";
+import { addFuelChecks, DEFAULT_FUEL_ALLOWANCE, FUEL_IMPORT } from "./wasm-fuel.js";
 
 const require = createRequire(import.meta.url);
 
@@ -48,10 +49,23 @@ type Factory = (arg: Record<string, unknown>) => Promise<Exports & { callbacks?:
 let wasm: Promise<WebAssembly.Module> | undefined;
 let factory: Promise<Factory> | undefined;
 
-/** The QuickJS wasm, compiled once per thread; instantiating it again costs under a millisecond. */
+/**
+ * The QuickJS wasm with fuel checks (wasm-fuel.ts: every loop and non-leaf call asks the host once
+ * its allowance is spent, so no builtin can outrun a call's deadline), compiled once per thread;
+ * instantiating it again costs under a millisecond.
+ */
 function compiledWasm(): Promise<WebAssembly.Module> {
-  wasm ??= readFile(require.resolve("@jitl/quickjs-wasmfile-release-sync/wasm")).then((bytes) => WebAssembly.compile(bytes));
+  wasm ??= readFile(require.resolve("@jitl/quickjs-wasmfile-release-sync/wasm")).then((bytes) => WebAssembly.compile(fuelChecksOn() ? addFuelChecks(bytes) : bytes));
   return wasm;
+}
+
+/**
+ * ENVSCALER_NO_FUEL=1 leaves the checks out (read once per thread): only for measuring what they
+ * cost and for testing the watchdogs they make idle. Without them a native builtin can overrun its
+ * deadline again, and only a thread or process watchdog stops it.
+ */
+export function fuelChecksOn(): boolean {
+  return process.env.ENVSCALER_NO_FUEL !== "1";
 }
 
 function emscriptenFactory(): Promise<Factory> {
@@ -94,6 +108,11 @@ export interface BlankInstance {
 interface CallbackTarget {
   hostCall(self: number, argc: number, argv: number): number;
   shouldInterrupt(): boolean;
+  /**
+   * Called from inside any wasm code once its fuel allowance is spent: returns the next allowance,
+   * or throws to stop the running call wherever it is (the instance is then unusable).
+   */
+  fuel(): number;
 }
 
 export async function newBlankInstance(maxBytes: number): Promise<BlankInstance> {
@@ -131,6 +150,7 @@ async function instantiate(maxBytes: number): Promise<BlankInstance> {
       // emscripten_resize_heap (import "k" of this pinned build) answers false when the memory
       // cannot grow: that, not the text of an error, is what an out-of-memory is
       const env = (imports as { a: Record<string, unknown> }).a;
+      (imports as Record<string, unknown>)[FUEL_IMPORT.module] = { [FUEL_IMPORT.name]: () => (target ? target.fuel() : DEFAULT_FUEL_ALLOWANCE) };
       const resize = env.k as (n: number) => number;
       env.k = (n: number) => {
         const ok = resize(n);
@@ -476,14 +496,14 @@ export class Machine {
     const x = this.inst.exports;
     const handles = args.map((a) => this.newString(a));
     const argv = x._malloc(4 * Math.max(1, handles.length));
-    try {
-      const words = new Uint32Array(this.view().buffer, argv, handles.length);
-      handles.forEach((h, i) => (words[i] = h));
-      return this.settle(x._QTS_Call(this.ctx, fn, this.undefinedValue, handles.length, argv));
-    } finally {
-      x._free(argv);
-      for (const h of handles) this.free(h);
-    }
+    const words = new Uint32Array(this.view().buffer, argv, handles.length);
+    handles.forEach((h, i) => (words[i] = h));
+    // no finally: a call that threw out of wasm (stopped at its deadline, a trap) left QuickJS
+    // mid-operation, and the instance is never used again, so nothing is freed in it
+    const out = this.settle(x._QTS_Call(this.ctx, fn, this.undefinedValue, handles.length, argv));
+    x._free(argv);
+    for (const h of handles) this.free(h);
+    return out;
   }
 
   /** Calls `fn` with value arguments (guest pointers, not freed here). */

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { safeGuestStackBytes, type SandboxLimits } from "./limits.js";
 import { Machine, MachineOutOfMemory, newBlankInstance, type BlankInstance, type MachineImage } from "./quickjs-machine.js";
 import { SandboxFault } from "./sandbox-fault.js";
+import { DEFAULT_FUEL_ALLOWANCE } from "./wasm-fuel.js";
 
 const PRELUDE = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
 
@@ -183,6 +184,11 @@ export function pooledInstances(): { fresh: number; recycled: number; live: numb
   return { fresh, recycled, live: live.size, instantiated };
 }
 
+/** Thrown from the fuel check into wasm code that ran past its call's deadline; it unwinds the guest call. */
+class DeadlinePassed extends Error {
+  override readonly name = "DeadlinePassed";
+}
+
 /** Thrown for env source that does not even evaluate (syntax errors, top-level throws). */
 export class GuestEvalError extends Error {
   override readonly name = "GuestEvalError";
@@ -268,6 +274,15 @@ export class Sandbox implements Disposable {
         return true;
       }
       return false;
+    },
+    // asked every DEFAULT_FUEL_ALLOWANCE loop iterations or calls of wasm code, native builtins
+    // included: past the deadline the call is stopped right there (guard() makes it env_timeout)
+    fuel: (): number => {
+      if (this.deadline !== 0 && performance.now() > this.deadline) {
+        this.interrupted = true;
+        throw new DeadlinePassed();
+      }
+      return DEFAULT_FUEL_ALLOWANCE;
     },
   };
 
@@ -401,6 +416,8 @@ export class Sandbox implements Disposable {
       // a call that finished late is a timeout all the same
       if (performance.now() > deadline) this.interrupted = true;
     } catch (e) {
+      // stopped by the fuel check: the call ran past its deadline inside wasm (a native builtin)
+      if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${budget} ms deadline (${budget === this.limits.callTimeoutMs ? "callTimeoutMs" : "the prelude's own budget"}); stopped inside a native builtin`));
       if (e instanceof MachineOutOfMemory || this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.machine.maxBytes} bytes)`));
       // a host-side exception thrown through wasm frames (stack overflow, abort) leaves QuickJS inconsistent
       throw this.poison(new SandboxFault("env_crashed", `${what}: sandbox aborted (${e instanceof Error ? e.message : String(e)})`));

@@ -5,9 +5,17 @@ import { FIXTURES } from "../helpers.js";
 
 let rt: EnvRuntime;
 beforeAll(async () => {
+  // the engine worker is built without the sandbox's fuel checks, which would otherwise stop the
+  // native hang below at its deadline before the watchdog is needed (that path: wasm-fuel.test.ts);
+  // this file tests the watchdog and the restore of co-tenants it leads to (set for the whole file:
+  // the replacement worker reads it too)
+  process.env.ENVSCALER_NO_FUEL = "1";
   rt = await EnvRuntime.start({ envs: [FIXTURES, join(FIXTURES, "..", "hostile")], workers: 1, hardStopGraceMs: 300 });
 });
-afterAll(() => rt.close());
+afterAll(async () => {
+  await rt.close();
+  delete process.env.ENVSCALER_NO_FUEL;
+});
 
 test("an episode over the engine: reset, steps with diffs and hashes, reward", async () => {
   const { episode_id, observation, info } = await rt.reset("notes-1", 3);

@@ -148,6 +148,10 @@ test("a scenario whose reset keeps hanging a native builtin is quarantined; its 
     { id: "hang-bad", env_id: "hang-v1", task: "t", state_overrides: { hang: true } },
     { id: "hang-ok", env_id: "hang-v1", task: "t" },
   ]));
+  // without the fuel checks, which stop such a builtin at its deadline with no hard stop at all
+  // (wasm-fuel.test.ts): quarantine is what protects a worker whose guest code is not fuelled. Set
+  // for the whole test: the replacement workers read it too.
+  process.env.ENVSCALER_NO_FUEL = "1";
   const q = await EnvRuntime.start({ envs: [dir], hardStopGraceMs: 100, quarantineAfter: 2 });
   try {
     const ok = await q.reset("hang-ok", 1);
@@ -158,6 +162,7 @@ test("a scenario whose reset keeps hanging a native builtin is quarantined; its 
     expect((await q.step(ok.episode_id, { name: "ping", arguments: {} })).observation.content).toBe('"pong"');
     await q.reset("hang-ok", 2);
   } finally {
+    delete process.env.ENVSCALER_NO_FUEL;
     await q.close();
   }
 });

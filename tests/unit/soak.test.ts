@@ -135,7 +135,9 @@ test("benign sessions finish with reward 1.0 among hostile ones; nothing hangs o
   const stats = await client.request<{ sessions: number; snapshots: number; hard_stops: number }>("stats");
   expect(stats.sessions).toBe(0);
   expect(stats.snapshots).toBe(0); // a closed episode's snapshots go with it
-  expect(stats.hard_stops).toBeGreaterThan(0); // the native hang (deep_json) did replace the worker
+  // the native hangs (deep_json among them) were stopped at their deadlines by the sandbox's fuel
+  // checks, inside their own sandboxes: the watchdog never had to replace the worker
+  expect(stats.hard_stops).toBe(0);
   // every hostile sandbox was dropped; what is left is bounded (a bomb may take its own 256 MiB cap while it runs)
   const grownMb = (process.memoryUsage().rss - rssBefore) / (1 << 20);
   expect(grownMb).toBeLessThan(1024);

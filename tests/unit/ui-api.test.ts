@@ -145,7 +145,7 @@ describe("play", () => {
 
   test.each([
     ["spin", "a loop the sandbox's deadline interrupts"],
-    ["native_hang", "a builtin that ignores the deadline: the engine's watchdog stops it"],
+    ["native_hang", "a builtin that never polls the interrupt: the fuel checks stop it at the deadline"],
   ])("a hostile env (%s, %s) ends its own episode with env_timeout; the app stays usable", async (tool) => {
     const h = await post("/api/play/start", { page: "p2", scenario_id: "hostile-1", seed: 1 });
     const r = await post("/api/play/step", { episode_id: h.episode_id, action: { name: tool, arguments: {} } });

@@ -1,0 +1,177 @@
+// The episodes of one engine: requests in, replies out, each episode's requests in order. It runs
+// wherever guest code runs: inside an engine worker thread (engine-worker.ts), or in the thread
+// that owns the replica's socket (EnvRuntime with `workers: 0`, the serve default), where the fuel
+// checks of the sandbox's wasm (wasm-fuel.ts) stop a call at its deadline without a watchdog.
+import { EnvRegistry } from "../../envs/registry.js";
+import { Episode, EpisodeStateError, type EpisodeSnapshot, type StepResult } from "../episode/episode.js";
+import { EnvLoadError, warmEnv } from "../episode/env-session.js";
+import { ReferenceCache } from "../episode/reference-state.js";
+import { OpenAIUserSimulator, UserSimulatorError, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
+import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import type { EngineReply, EngineRequest } from "./messages.js";
+
+interface Hosted {
+  episode: Episode;
+  /** How many of the episode's simulated user replies the runtime has been sent already. */
+  repliesSent: number;
+}
+
+class RequestError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface EngineHostOptions {
+  registry: EnvRegistry;
+  /** Where each reply goes, in the order the requests of an episode were accepted. */
+  reply: (r: EngineReply) => void;
+  /** Wraps the handling of each request (the worker notes whose guest call is running, for its watchdog). */
+  around?: <T>(slot: number, run: () => T) => T;
+}
+
+export class EngineHost {
+  private readonly registry: EnvRegistry;
+  private readonly references = new ReferenceCache();
+  private readonly hosted = new Map<string, Hosted>();
+  /** Snapshots live in the engine that took them (their images are this thread's memory). */
+  private readonly snapshots = new Map<string, EpisodeSnapshot>();
+  /**
+   * Each episode's requests run one after another, in the order they were accepted: its tail is
+   * kept from the moment a request is accepted, so a step posted right behind a reset or restore
+   * (as a recovery does) waits for it instead of finding a half-built episode. A fork of a live
+   * episode also runs after that episode's earlier requests, and its later ones after it.
+   */
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly options: EngineHostOptions) {
+    this.registry = options.registry;
+  }
+
+  /** Readies every env's image and `sessions` sandboxes; an env that does not load is reported by its first reset instead. */
+  async warm(sessions: number): Promise<void> {
+    if (sessions > 0) for (const bundle of this.registry.list()) await warmEnv(bundle, sessions).catch(() => undefined);
+  }
+
+  accept(req: EngineRequest & { slot: number }): void {
+    const source = req.op === "fork" ? req.from_episode : undefined;
+    const tail = this.tails.get(req.episode);
+    const sourceTail = source !== undefined ? this.tails.get(source) : undefined;
+    let ok = true;
+    const handle = () => (this.options.around ? this.options.around(req.slot, () => this.handle(req)) : this.handle(req));
+    const run = () =>
+      handle().then(
+        (r): EngineReply => ({ id: req.id, ok: true, value: r.value, ...(r.user_replies?.length ? { user_replies: r.user_replies } : {}) }),
+        (e): EngineReply => ((ok = false), { id: req.id, ok: false, error: toError(e) }),
+      );
+    // an episode with nothing queued starts at once (the common case: one step in flight)
+    const before = tail && sourceTail ? Promise.all([tail, sourceTail]) : (tail ?? sourceTail);
+    const done = (before ? before.then(run) : run()).then(this.options.reply);
+    this.tails.set(req.episode, done);
+    if (source !== undefined) this.tails.set(source, done);
+    // nothing of the episode is left here after a close, or after a reset/restore/fork that failed
+    void done.then(() => {
+      if (this.tails.get(req.episode) === done && (req.op === "close" || (!ok && !this.hosted.has(req.episode)))) this.tails.delete(req.episode);
+    });
+  }
+
+  private episodeOptions(episodeId: string, scenarioId: string) {
+    const found = this.registry.scenario(scenarioId);
+    if (!found) throw new RequestError("unknown_scenario", `no scenario ${scenarioId}`);
+    const { bundle, scenario } = found;
+    return { bundle, scenario, episodeId, reference: (seed: number) => this.references.get(bundle, scenario.id, seed) };
+  }
+
+  private async fork(req: Extract<EngineRequest, { op: "fork" }>): Promise<{ value: unknown }> {
+    let snap: EpisodeSnapshot | undefined;
+    if (req.from_snapshot !== undefined) {
+      snap = this.snapshots.get(req.from_snapshot);
+      if (!snap) throw new RequestError("unknown_snapshot", `no snapshot ${req.from_snapshot} on this engine`);
+    } else {
+      const h = this.hosted.get(req.from_episode ?? "");
+      if (!h) throw new RequestError("unknown_episode", `no episode ${req.from_episode} on this engine`);
+      snap = h.episode.snapshot(false);
+    }
+    const o = this.episodeOptions(req.episode, snap.scenarioId);
+    const episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(snap.seed) }, snap);
+    this.hosted.set(req.episode, { episode, repliesSent: episode.inputs.user_replies.length });
+    // the tools the fork shows are its source's at that point (a multi-turn task may have added some)
+    return { value: { step: snap.steps, state_hash: snap.stateHash, done: false, tool_names: snap.progress.visibleTools.map((t) => t.function.name) } };
+  }
+
+  private makeEpisode(episodeId: string, scenarioId: string, seed: number, user: UserSimulatorConfig | null, prefill: string[] = []): Episode {
+    const o = this.episodeOptions(episodeId, scenarioId);
+    let sim: UserSimulator | undefined;
+    if (o.scenario.mode === "conversation" && user) sim = new OpenAIUserSimulator(o.scenario.task, o.scenario.user_instructions ?? "", user, prefill, `${o.scenario.id}|${seed}`);
+    return new Episode({ bundle: o.bundle, scenario: o.scenario, seed, episodeId, user: sim, reference: () => o.reference(seed) });
+  }
+
+  private static newReplies(h: Hosted): string[] {
+    const all = h.episode.inputs.user_replies;
+    const out = all.slice(h.repliesSent);
+    h.repliesSent = all.length;
+    return out;
+  }
+
+  private async handle(req: EngineRequest): Promise<{ value: unknown; user_replies?: string[] }> {
+    if (req.op === "reset" || req.op === "restore") {
+      const restoring = req.op === "restore";
+      const inputs = restoring ? req.inputs : undefined;
+      const episode = this.makeEpisode(req.episode, inputs?.scenario_id ?? (req as { scenario_id: string }).scenario_id, inputs?.seed ?? (req as { seed: number }).seed, req.user, inputs ? [...inputs.user_replies] : undefined);
+      const h: Hosted = { episode, repliesSent: 0 };
+      this.hosted.set(req.episode, h);
+      try {
+        const first = await episode.reset();
+        if (!restoring) {
+          // the env's introduction, rules and opening tools are the runtime's to add (it has the same
+          // registry): ~8 KB of objects a reset need not hand across
+          const { introduction: _i, rules: _r, tools: _t, ...info } = first.info;
+          return { value: { observation: first.observation, info }, user_replies: EngineHost.newReplies(h) };
+        }
+        let last: StepResult | undefined;
+        for (const action of inputs!.actions) last = await episode.step(action);
+        h.repliesSent = episode.inputs.user_replies.length;
+        const hash = last?.info.state_hash ?? first.info.state_hash;
+        if (hash !== req.state_hash) throw new RequestError("env_crashed", `the episode could not be restored exactly (state hash ${hash} != ${req.state_hash})`);
+        return { value: { restored: true, steps: inputs!.actions.length } };
+      } catch (e) {
+        this.hosted.delete(req.episode);
+        episode.close();
+        throw e;
+      }
+    }
+    if (req.op === "fork") return this.fork(req);
+    if (req.op === "drop_snapshot") return { value: this.snapshots.delete(req.snapshot) };
+    const h = this.hosted.get(req.episode);
+    if (!h) throw new RequestError("unknown_episode", `no episode ${req.episode} on this engine`);
+    switch (req.op) {
+      case "snapshot": {
+        const snap = h.episode.snapshot(true);
+        this.snapshots.set(req.snapshot, snap);
+        return { value: { step: snap.steps, bytes: snap.bytes, state_hash: snap.stateHash } };
+      }
+      case "step":
+        return { value: await h.episode.step(req.action), user_replies: EngineHost.newReplies(h) };
+      case "finish":
+        return { value: await h.episode.finish() };
+      case "state":
+        return { value: h.episode.stateJson() };
+      case "close":
+        h.episode.close();
+        this.hosted.delete(req.episode);
+        return { value: null };
+    }
+  }
+}
+
+function toError(e: unknown): { code: string; message: string } {
+  if (e instanceof RequestError) return { code: e.code, message: e.message };
+  if (e instanceof EpisodeStateError) return { code: e.code, message: e.message };
+  if (e instanceof EnvLoadError) return { code: "env_load_failed", message: e.message };
+  if (e instanceof SandboxFault) return { code: e.code, message: e.message };
+  if (e instanceof UserSimulatorError) return { code: "user_simulator_failed", message: e.message };
+  return { code: "internal_error", message: e instanceof Error ? e.message : String(e) };
+}
