@@ -1,50 +1,70 @@
-// One bridge replica: a process with its own EnvRuntime and ROUTER socket, started by the
-// Supervisor. It waits for its ReplicaConfig over IPC, reports its bound endpoint, and stops
-// cleanly on SIGTERM or when the supervisor goes away.
-import { join } from "node:path";
-import { EnvRuntime } from "../engine/env-runtime.js";
-import { TrajectoryWriter } from "../record/trajectory-writer.js";
-import { BridgeServer } from "./bridge-server.js";
+// One bridge replica: a process started by the Supervisor. It waits for its ReplicaConfig over
+// IPC and runs the replica on a serving thread of its own (replica-thread.ts), relays that
+// thread's ready/failed messages, and stops it cleanly on SIGTERM or when the supervisor goes away.
+//
+// The main thread also keeps the last-resort watchdog. The sandbox's fuel checks stop every guest
+// call at its deadline on the serving thread itself, native builtins included; if a call still
+// overran its deadline by the grace (a fault of ours, not of the env), the process exits and the
+// supervisor restarts the replica: its sessions end `session_lost`, the other replicas' are untouched.
+import { Worker } from "node:worker_threads";
+import { WATCH_DEADLINE } from "../engine/messages.js";
+import { ENGINE_STACK_MB } from "../sandbox/limits.js";
 import { createLogger } from "./logger.js";
 import type { ReplicaConfig, ReplicaMessage } from "./replica-config.js";
-import { ZapHandler } from "./zap-handler.js";
 
 process.env.TZ = "UTC";
 
 const tell = (m: ReplicaMessage) => process.send?.(m);
 
-async function main(config: ReplicaConfig): Promise<void> {
-  const log = createLogger("envscaler-replica", { replica: config.replica });
-  const zap = config.curve ? await ZapHandler.start(config.curve.allow) : null;
-  // one file per replica process: a restarted replica never appends behind a torn tail
-  const recorder = config.recordDir ? new TrajectoryWriter(join(config.recordDir, `replica-${config.replica}-${new Date().toISOString().replace(/[:.]/g, "")}-${process.pid}.jsonl`), { onFailure: config.recordFailure, onUnavailable: (reason) => log.error({ reason }, "recording unavailable") }) : null;
-  const { envs, workers, user, maxRestartsPerMinute, hardStopGraceMs, warmSessions } = config;
-  const runtime = await EnvRuntime.start({ envs, workers, user, recorder, maxRestartsPerMinute, hardStopGraceMs, warmSessions, ...config.episodeLimits });
-  const server = new BridgeServer({ runtime, endpoint: config.endpoint, replica: config.replica, previousInstances: config.previousInstances, limits: config.limits, curve: config.curve, logger: log });
-  const endpoint = await server.start();
-  log.info({ endpoint, instance: server.instance, curve: Boolean(config.curve), recording: recorder?.path ?? null }, "replica serving");
-  tell({ ready: true, endpoint, instance: server.instance });
+function threadEntry(): URL {
+  // under tsx (tests) this module is TypeScript, and so is the thread it starts
+  const ts = import.meta.url.endsWith(".ts");
+  return new URL(ts ? "./replica-thread-dev.mjs" : "./replica-thread.js", import.meta.url);
+}
 
+function main(config: ReplicaConfig): void {
+  const log = createLogger("envscaler-replica", { replica: config.replica });
+  const watch = new Float64Array(new SharedArrayBuffer(16));
+  const thread = new Worker(threadEntry(), { workerData: { config, watch: watch.buffer }, resourceLimits: { stackSizeMb: ENGINE_STACK_MB } });
   let stopping = false;
-  const stop = async () => {
+  thread.on("message", (m: ReplicaMessage | { stopped: true }) => {
+    if ("stopped" in m) process.exit(0);
+    tell(m);
+    if ("failed" in m) process.exit(1);
+  });
+  thread.on("error", (e) => {
+    log.fatal({ err: e }, "the serving thread failed");
+    tell({ failed: e.message });
+    process.exit(1);
+  });
+  thread.on("exit", (code) => {
+    if (!stopping) log.fatal({ code }, "the serving thread ended");
+    process.exit(stopping ? 0 : 1);
+  });
+  const watchdog = setInterval(() => {
+    const deadline = watch[WATCH_DEADLINE]!;
+    if (deadline !== 0 && Date.now() > deadline + config.hardStopGraceMs) {
+      log.fatal({ overrun_ms: Date.now() - deadline }, "a guest call overran its deadline past the grace; exiting so the supervisor restarts this replica");
+      process.exit(1);
+    }
+  }, 100);
+  watchdog.unref();
+  const stop = () => {
     if (stopping) return;
     stopping = true;
-    await server.stop();
-    await runtime.close();
-    recorder?.close();
-    await zap?.close();
-    log.info("replica stopped");
-    process.exit(0);
+    thread.postMessage({ stop: true });
   };
-  process.on("SIGTERM", () => void stop());
-  process.on("SIGINT", () => void stop());
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
   // the supervisor died: do not linger as an orphan holding the port
-  process.on("disconnect", () => void stop());
+  process.on("disconnect", stop);
 }
 
 process.once("message", (config: ReplicaConfig) => {
-  main(config).catch((e: unknown) => {
+  try {
+    main(config);
+  } catch (e) {
     tell({ failed: e instanceof Error ? e.message : String(e) });
     process.exit(1);
-  });
+  }
 });

@@ -12,7 +12,7 @@ export interface SupervisorOptions {
   /** Replica 0's endpoint; replica i uses the port + i (tcp) or the path + `.i` (ipc). A `*` or 0 port picks free ports. */
   endpoint: string;
   replicas: number;
-  /** Engine worker threads per replica. @default 1 */
+  /** Engine worker threads per replica; 0: episodes run on the replica's serving thread (no thread hop). @default 0 */
   workers?: number;
   connectionFile?: string;
   limits?: Partial<ServerLimits>;
@@ -138,7 +138,7 @@ export class Supervisor {
       replica: slot.index,
       endpoint: slot.endpoint,
       envs: this.options.envs,
-      workers: this.options.workers ?? 1,
+      workers: this.options.workers ?? 0,
       limits: this.options.limits ?? {},
       previousInstances: slot.instances,
       user: this.options.user ?? null,

@@ -47,7 +47,7 @@ export function rolloutOptions<T>(y: Argv<T>): Argv<T> {
     .option("out", { type: "string", demandOption: true, describe: "run folder: episodes.jsonl, results.json, report.html, trajectories/, the call cache (run again to resume)" })
     .option("connection-file", { type: "string", describe: "join a running bridge (`envscaler serve --connection-file`) instead of starting one" })
     .option("replicas", { type: "number", default: 1, describe: "replicas of the bridge this command starts" })
-    .option("workers", { type: "number", default: 1, describe: "engine worker threads per replica of the bridge this command starts" })
+    .option("workers", { type: "number", default: 0, describe: "engine worker threads per replica of the bridge this command starts (0: on its serving thread)" })
     .option("trials", { type: "number", default: 1, describe: "episodes per scenario (trial t uses seed + t)" })
     .option("seed", { type: "number", default: 0, describe: "seed of trial 0" })
     .option("concurrency", { type: "number", default: 4, describe: "episodes in flight" })

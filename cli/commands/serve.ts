@@ -66,7 +66,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folder(s), or folders of bundles" })
       .option("endpoint", { type: "string", default: "tcp://127.0.0.1:5555", describe: "replica 0's endpoint; replica i gets port+i (use port * for free ports)" })
       .option("replicas", { type: "number", default: 1, describe: "replica processes" })
-      .option("workers", { type: "number", default: 1, describe: "engine worker threads per replica" })
+      .option("workers", { type: "number", default: 0, describe: "engine worker threads per replica; 0: episodes run on the replica's serving thread, no thread hop (the sandbox's fuel checks stop a guest call at its deadline)" })
       .option("warm-sessions", { type: "number", default: 0, describe: "episodes per replica to ready sandboxes for before serving (every env loaded, wasm instances made), so a first burst of that many resets is as fast as later ones" })
       .option("connection-file", { type: "string", describe: "write endpoints (and CurveZMQ keys) here once serving" })
       .option("curve", { type: "boolean", default: false, describe: "require CurveZMQ even on loopback (always on for other addresses)" })

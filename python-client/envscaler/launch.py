@@ -146,7 +146,7 @@ def _stop(process: subprocess.Popen[bytes], timeout: float) -> None:
 def launch(
     envs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     replicas: int = 1,
-    workers: int = 1,
+    workers: int = 0,
     warm_sessions: int = 0,
     endpoint: str = "tcp://127.0.0.1:*",
     curve: bool = False,
