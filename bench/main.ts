@@ -9,8 +9,6 @@ import { join, resolve } from "node:path";
 import { pino } from "pino";
 import { Worker } from "node:worker_threads";
 import { Router } from "zeromq";
-import { Episode } from "../bridge/episode/episode.js";
-import { EnvRegistry } from "../envs/registry.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { portRows } from "./benchmark-ports.js";
 import { EnvRuntime } from "../bridge/engine/env-runtime.js";
@@ -21,9 +19,9 @@ import { decodeFrame, encodeFrame } from "../protocol/codec.js";
 import { LlmClient } from "../synth/llm/llm-client.js";
 import { mediumBundle } from "./medium-bundle.js";
 import { startLatencyFixture } from "./latency-fixture.js";
-import { OPENENV_CORE, openEnvRows } from "./openenv-peer.js";
+import { libraryForBench, OPENENV_CORE, openEnvRows } from "./openenv-peer.js";
 import { rolloutShareRows } from "./rollout-share.js";
-import { fmt, median, type Row, versus } from "./rows.js";
+import { fmt, median, type Row, spread, versus } from "./rows.js";
 
 const execFileAsync = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, import.meta.url.endsWith(".ts") ? ".." : "../..");
@@ -125,39 +123,31 @@ async function wire(py: string): Promise<void> {
 }
 
 /**
- * Where the wire's overhead goes: the same step run in this thread (no hop) and through EnvRuntime
- * (main thread → engine worker → main thread, the price of the watchdog), next to a bare
- * postMessage round trip between two threads with nothing else on either side.
+ * Where the wire's overhead goes: the same step through EnvRuntime with its episodes in this
+ * thread (`workers: 0`, what a replica's serving thread does by default) and on an engine worker
+ * thread (`workers: 1`: this thread → worker → this thread), next to a bare postMessage round trip.
  */
 async function threadHop(): Promise<void> {
   const n = quick ? 500 : 3000;
   const envs = benchEnvs();
   const action = { name: "get_record", arguments: { id: "R00003" } };
-  const found = EnvRegistry.load([envs]).scenario("medium-1")!;
-  const episode = new Episode({ bundle: found.bundle, scenario: found.scenario, seed: 0, episodeId: "bench" });
-  const inThread: number[] = [];
-  try {
-    await episode.reset();
-    for (let i = 0; i < n + 200; i++) {
-      const t = performance.now();
-      await episode.step(action);
-      if (i >= 200) inThread.push((performance.now() - t) * 1000); // the first 200 warm the JIT
+  const timeSteps = async (workers: number): Promise<number[]> => {
+    const rt = await EnvRuntime.start({ envs: [envs], workers });
+    const out: number[] = [];
+    try {
+      const { episode_id } = await rt.reset("medium-1", 0);
+      for (let i = 0; i < n + 200; i++) {
+        const t = performance.now();
+        await rt.step(episode_id, action);
+        if (i >= 200) out.push((performance.now() - t) * 1000); // the first 200 warm the JIT
+      }
+    } finally {
+      await rt.close();
     }
-  } finally {
-    episode.close();
-  }
-  const rt = await EnvRuntime.start({ envs: [envs] });
-  const viaWorker: number[] = [];
-  try {
-    const { episode_id } = await rt.reset("medium-1", 0);
-    for (let i = 0; i < n + 200; i++) {
-      const t = performance.now();
-      await rt.step(episode_id, action);
-      if (i >= 200) viaWorker.push((performance.now() - t) * 1000);
-    }
-  } finally {
-    await rt.close();
-  }
+    return out;
+  };
+  const inThread = await timeSteps(0);
+  const viaWorker = await timeSteps(1);
   const echo = new Worker("require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m));", { eval: true });
   const bare: number[] = [];
   try {
@@ -174,7 +164,38 @@ async function threadHop(): Promise<void> {
   }
   const [w, h, b] = [median(viaWorker), median(inThread), median(bare)];
   raw.thread_hop = { step_via_worker_us: w, step_in_thread_us: h, bare_post_message_rt_us: b };
-  rows.push({ what: "one step through the engine worker vs the same step in-thread, p50 (bare postMessage round trip)", ours: `${fmt(w)} µs`, reference: `${fmt(h)} µs in-thread (${fmt(b)} µs)`, ratio: `${versus(w, h, false)} than in-thread`, target: "— (explains the wire rows)", met: null });
+  rows.push({ what: "one step through EnvRuntime on an engine worker (`--workers 1`) vs in the serving thread (`--workers 0`, the default), p50 (bare postMessage round trip)", ours: `${fmt(w)} µs`, reference: `${fmt(h)} µs in-thread (${fmt(b)} µs)`, ratio: `${versus(w, h, false)} than in-thread`, target: "— (explains the wire rows)", met: null });
+}
+
+/**
+ * What the sandbox's fuel checks (bridge/sandbox/wasm-fuel.ts) cost: the peer rows' four read tools
+ * stepped in process, in child processes with and without them, interleaved, 3 repetitions.
+ */
+async function fuelCost(): Promise<void> {
+  const script = join(ROOT, "dist", "bench", "fuel-probe.js");
+  const lib = libraryForBench();
+  const n = quick ? "1500" : "4000";
+  const run = async (fuel: boolean) => {
+    const { stdout } = await execFileAsync(process.execPath, [script, lib, n], { encoding: "utf8", env: { ...process.env, ENVSCALER_NO_FUEL: fuel ? "0" : "1" } });
+    return JSON.parse(stdout.trim().split("\n").at(-1)!) as { step_us: number; reset_us: number };
+  };
+  const on: { step_us: number; reset_us: number }[] = [];
+  const off: { step_us: number; reset_us: number }[] = [];
+  for (let rep = 0; rep < 3; rep++) {
+    // alternate who goes first
+    if (rep % 2 === 0) {
+      on.push(await run(true));
+      off.push(await run(false));
+    } else {
+      off.push(await run(false));
+      on.push(await run(true));
+    }
+  }
+  raw.fuel = { on, off };
+  const [s1, s0] = [on.map((r) => r.step_us), off.map((r) => r.step_us)];
+  const [r1, r0] = [on.map((r) => r.reset_us), off.map((r) => r.reset_us)];
+  rows.push({ what: "fuel checks' cost: library-1 step p50 in process (four read tools), with the checks vs without (ENVSCALER_NO_FUEL=1)", ours: `${spread(s1)} µs`, reference: `${spread(s0)} µs without`, ratio: `${versus(median(s1), median(s0), false)}`, target: "— (the price of stopping native builtins at the deadline)", met: null });
+  rows.push({ what: "fuel checks' cost: library-1 reset p50 in process, with the checks vs without", ours: `${spread(r1)} µs`, reference: `${spread(r0)} µs without`, ratio: `${versus(median(r1), median(r0), false)}`, target: "—", met: null });
 }
 
 async function timeRuntime(envs: string, scenario: string, action: unknown, resets: number, steps: number): Promise<{ reset_ms: number; step_ms: number }> {
@@ -321,6 +342,7 @@ const SECTIONS: Record<string, (py: string) => Promise<void>> = {
     }
   },
   hop: () => threadHop(),
+  fuel: () => fuelCost(),
   states: stateSizes,
   memory: () => memory(),
   checker: () => checkerTime(),

@@ -30,7 +30,7 @@ export interface PeerOptions {
 }
 
 /** envs/library with every scenario's max_steps raised, so the timing episodes are never truncated. */
-function libraryForBench(): string {
+export function libraryForBench(): string {
   const dir = join(mkdtempSync(join(tmpdir(), "envscaler-bench-lib-")), "library");
   cpSync(join(BUNDLED_ENVS, "library"), dir, { recursive: true });
   const file = join(dir, "scenarios.json");

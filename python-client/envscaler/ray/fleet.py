@@ -105,7 +105,7 @@ class EnvFleet:
         replicas_per_node: int = 1,
         cpus_per_replica: float = 1.0,
         envs: Sequence[str] | None = None,
-        workers: int = 1,
+        workers: int = 0,
         extra_args: Sequence[str] = (),
         command: str | Sequence[str] | None = None,
         name: str = REGISTRY_NAME,

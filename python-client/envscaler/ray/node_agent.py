@@ -42,7 +42,7 @@ class NodeAgent:
         if "--no-record" not in extra and "--record-dir" not in extra:
             extra += ["--record-dir", os.path.join(self.workdir, "trajectories")]
         self.replicas = [
-            ServeProcess(i, command, self.host, config.get("envs"), allow, os.path.join(self.workdir, f"replica-{i}.log"), self.secrets, workers=int(config.get("workers", 1)), extra_args=extra)
+            ServeProcess(i, command, self.host, config.get("envs"), allow, os.path.join(self.workdir, f"replica-{i}.log"), self.secrets, workers=int(config.get("workers", 0)), extra_args=extra)
             for i in range(int(config["replicas_per_node"]))
         ]
         self.restarts = [0] * len(self.replicas)  # serve processes the agent restarted, per replica

@@ -67,7 +67,7 @@ class ServeProcess:
         allow_file: str,
         log_path: str,
         secrets: str,
-        workers: int = 1,
+        workers: int = 0,
         extra_args: Sequence[str] = (),
     ) -> None:
         self.index = index
