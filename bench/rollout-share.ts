@@ -53,6 +53,8 @@ export interface RolloutShareOptions {
   jitter?: number;
   concurrency?: number;
   replicas?: number;
+  /** Engine worker threads per replica (`serve --workers`). @default 0 */
+  workers?: number;
   /** Episodes per task scenario (distinct seeds). */
   trials?: number;
   logger: Logger;
@@ -135,7 +137,7 @@ export async function measureRolloutShare(o: RolloutShareOptions): Promise<Rollo
   const dir = mkdtempSync(join(tmpdir(), "envscaler-bench-rollout-"));
   const replicas = o.replicas ?? 2;
   // as `envscaler rollout` starts its bridge: each replica readies sandboxes for its share of the episodes
-  const supervisor = new Supervisor({ envs: [BUNDLED_ENVS], endpoint: "tcp://127.0.0.1:*", replicas, warmSessions: Math.ceil((o.concurrency ?? 64) / replicas), recordDir: join(dir, "trajectories"), logger: o.logger });
+  const supervisor = new Supervisor({ envs: [BUNDLED_ENVS], endpoint: "tcp://127.0.0.1:*", replicas, workers: o.workers ?? 0, warmSessions: Math.ceil((o.concurrency ?? 64) / replicas), recordDir: join(dir, "trajectories"), logger: o.logger });
   try {
     const { port } = await new Promise<{ port: number }>((resolve, reject) => worker.once("message", resolve).once("error", reject));
     const s0 = performance.now();

@@ -144,11 +144,12 @@ function workerEntry(): { url: URL; execArgv: string[] } {
 }
 
 /**
- * The library entry point: episodes of the bundled scenarios, run in sandboxes on engine worker
- * threads. A watchdog stops a worker whose guest call ignores its deadline (a native builtin that
- * never polls the interrupt handler); that call's episode ends with `env_timeout`, and every other
- * episode on the worker is restored on a fresh one by re-executing its recorded inputs, which the
- * sandbox's seeded randomness and virtual clock make exact.
+ * The library entry point: episodes of the bundled scenarios, run in sandboxes in this thread
+ * (`workers: 0`) or on engine worker threads. Every guest call ends at its deadline by itself (the
+ * sandbox's fuel checks reach into native builtins too). As a backstop, a watchdog stops a worker
+ * whose guest call still overran its deadline by the grace; that call's episode ends with
+ * `env_timeout`, and every other episode on the worker is restored on a fresh one by re-executing
+ * its recorded inputs, which the sandbox's seeded randomness and virtual clock make exact.
  */
 export class EnvRuntime {
   readonly registry: EnvRegistry;
