@@ -45,7 +45,9 @@ function main(config: ReplicaConfig): void {
     const deadline = watch[WATCH_DEADLINE]!;
     if (deadline !== 0 && Date.now() > deadline + config.hardStopGraceMs) {
       log.fatal({ overrun_ms: Date.now() - deadline }, "a guest call overran its deadline past the grace; exiting so the supervisor restarts this replica");
-      process.exit(1);
+      // SIGKILL, not exit(): an exit tears the stuck serving thread down under its pending receive,
+      // which zeromq.js answers with an abort and a C++ message on stderr (issue #411)
+      process.kill(process.pid, "SIGKILL");
     }
   }, 100);
   watchdog.unref();

@@ -74,6 +74,60 @@ test("a killed replica is restarted; its sessions are lost with a typed error, t
   expect(existsSync(file)).toBe(false);
 });
 
+test("a native hang on a replica's serving thread ends only its episode; without the fuel checks the replica's watchdog exits it and it is restarted", async () => {
+  const envs = [FIXTURES, join(FIXTURES, "..", "hostile")];
+  // with the fuel checks (the default): the hang is stopped at its deadline in its own sandbox
+  const sup = new Supervisor({ envs, endpoint: "tcp://127.0.0.1:*", replicas: 1, hardStopGraceMs: 300, logger: silent });
+  const info = await sup.start();
+  const c = new BridgeClient(info.endpoints[0]!, { timeoutMs: 30_000 });
+  try {
+    const by = await c.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 1 });
+    const h = await c.request<{ session_id: string }>("reset", { scenario_id: "hostile-1", seed: 1 });
+    const hung = await c.request("step", { session_id: h.session_id, action: { name: "native_hang", arguments: {} } });
+    expect(hung).toMatchObject({ terminated: true, info: { error: { code: "env_timeout" } } });
+    expect(await c.request("step", { session_id: by.session_id, action: ref[0] })).toMatchObject({ terminated: false });
+    expect(await c.request("stats")).toMatchObject({ restarts: 0, hard_stops: 0, lost: 0 });
+  } finally {
+    c.close();
+    await sup.stop();
+  }
+  // without them (ENVSCALER_NO_FUEL=1, which the replica processes inherit): the builtin overruns
+  // its deadline on the serving thread, and the main thread's watchdog exits the replica
+  process.env.ENVSCALER_NO_FUEL = "1";
+  const bare = new Supervisor({ envs, endpoint: "tcp://127.0.0.1:*", replicas: 1, hardStopGraceMs: 300, logger: silent });
+  const binfo = await bare.start().finally(() => delete process.env.ENVSCALER_NO_FUEL);
+  const client = new BridgeClient(binfo.endpoints[0]!, { timeoutMs: 3000 });
+  try {
+    const before = await client.request<{ instance: string }>("hello");
+    const by = await client.request<{ session_id: string }>("reset", { scenario_id: "notes-1", seed: 1 });
+    const h = await client.request<{ session_id: string }>("reset", { scenario_id: "hostile-1", seed: 1 });
+    const pid = bare.pids()[0];
+    // the reply is lost with the process (the client's own timeout ends the wait)
+    await expect(client.request("step", { session_id: h.session_id, action: { name: "native_hang", arguments: {} } })).rejects.toBeInstanceOf(Error);
+    let after: { instance: string } | undefined;
+    for (let i = 0; i < 100 && !after; i++) {
+      const probe = new BridgeClient(binfo.endpoints[0]!, { timeoutMs: 1000 });
+      after = (await probe.request("hello").catch(() => undefined)) as { instance: string } | undefined;
+      probe.close();
+      if (after?.instance === before.instance) after = undefined;
+      if (!after) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(after?.instance).toBeDefined();
+    expect(bare.pids()[0]).not.toBe(pid);
+    // that replica's sessions are lost, with the typed error
+    const fresh = new BridgeClient(binfo.endpoints[0]!, { timeoutMs: 10_000 });
+    try {
+      await expect(fresh.request("step", { session_id: by.session_id, action: ref[0] })).rejects.toMatchObject({ code: "session_lost" });
+      expect(await fresh.request("reset", { scenario_id: "notes-1" })).toHaveProperty("session_id");
+    } finally {
+      fresh.close();
+    }
+  } finally {
+    client.close();
+    await bare.stop();
+  }
+}, 60_000);
+
 test("CurveZMQ: the connection file's client key is served; unlisted keys and plaintext clients get nothing", async () => {
   const file = join(mkdtempSync(join(tmpdir(), "envscaler-sup-")), "bridge.json");
   const sup = new Supervisor({ envs: [FIXTURES], endpoint: "tcp://127.0.0.1:*", replicas: 1, curve: true, connectionFile: file, logger: silent });
