@@ -117,7 +117,7 @@ class Writer {
     const b = inner.finish();
     return this.u32(b.length).raw(b);
   }
-  finish(): Uint8Array {
+  finish(): Uint8Array<ArrayBuffer> {
     this.flushBytes();
     const size = this.parts.reduce((n, p) => n + p.length, 0);
     const out = new Uint8Array(size);
@@ -299,7 +299,7 @@ function checkSequence(ix: Indices): Uint8Array {
  * The module with fuel checks. The instance needs the import `envscaler.fuel: () => number`; the
  * counter starts at `allowance`.
  */
-export function addFuelChecks(wasm: Uint8Array, allowance = DEFAULT_FUEL_ALLOWANCE): Uint8Array {
+export function addFuelChecks(wasm: Uint8Array, allowance = DEFAULT_FUEL_ALLOWANCE): Uint8Array<ArrayBuffer> {
   const r = new Reader(wasm);
   const magic = r.bytes(8);
   if (magic[0] !== 0 || magic[1] !== 0x61 || magic[2] !== 0x73 || magic[3] !== 0x6d || magic[4] !== 1) throw new WasmRewriteError("not a version-1 wasm module");

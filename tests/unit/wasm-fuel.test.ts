@@ -12,7 +12,7 @@ const require = createRequire(import.meta.url);
  * A module by hand: import `env.f`, `run(n)` (function 1) loops `n = n - step()` until n is 0,
  * `step()` (function 2, a leaf) returns 1; both exported (`run`, `f2`).
  */
-function loopModule(): Uint8Array {
+function loopModule(): Uint8Array<ArrayBuffer> {
   const run = [0x00, 0x03, 0x40, 0x20, 0x00, 0x10, 0x02, 0x6b, 0x22, 0x00, 0x0d, 0x00, 0x0b, 0x20, 0x00, 0x0b];
   const step = [0x00, 0x41, 0x01, 0x0b];
   const code = [0x02, run.length, ...run, step.length, ...step];
