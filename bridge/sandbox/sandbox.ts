@@ -173,16 +173,27 @@ function makeRoom(cap: number): void {
   }
 }
 
-/** Instances held for reuse in this thread (for stats and tests). */
-export function pooledInstances(): { fresh: number; recycled: number; live: number; instantiated: number } {
+/** How sandboxes of this thread went to sleep: captured, or kept as their recipe (see Sandbox.recipe). */
+const sleeps = { captured: 0, recipe: 0 };
+
+/** Instances held for reuse in this thread, and how sandboxes slept (for stats and tests). */
+export function pooledInstances(): { fresh: number; recycled: number; live: number; instantiated: number; sleeps: { captured: number; recipe: number } } {
   let fresh = 0;
   let recycled = 0;
   for (const p of pools.values()) {
     fresh += p.fresh.length;
     recycled += p.recycled.length;
   }
-  return { fresh, recycled, live: live.size, instantiated };
+  return { fresh, recycled, live: live.size, instantiated, sleeps: { ...sleeps } };
 }
+
+/** An image and the ops run on it since it was restored (see Sandbox.recipe). */
+interface Recipe {
+  readonly image: SandboxImage;
+  readonly ops: [op: string, args: string[]][];
+}
+/** The ops of a reset, in their order: what a recipe may hold. */
+const RECIPE_OPS = ["configure", "init"];
 
 /** Thrown from the fuel check into wasm code that ran past its call's deadline; it unwinds the guest call. */
 class DeadlinePassed extends Error {
@@ -210,6 +221,18 @@ export class Sandbox implements Disposable {
   private awake: Machine | null = null;
   /** Set while the sandbox sleeps: its image, restored when it is next called. */
   private dormant: SandboxImage | null = null;
+  /**
+   * While the sandbox has run nothing since it was restored from an image but the ops of a reset
+   * (configure, then the env's init, which wrote no record), those ops are a cheaper copy of it
+   * than a capture: it sleeps as this recipe, and waking restores the image and runs the same ops
+   * again, which the seeded RNG and virtual clock make give the same memory byte for byte. So a
+   * burst of resets past the live limit puts freshly reset sandboxes to sleep without copying
+   * them. Null once it ran anything else.
+   */
+  private recipe: Recipe | null = null;
+  /** Set while the sandbox sleeps as its recipe. */
+  private dormantRecipe: Recipe | null = null;
+  private replaying = false;
 
   private constructor(
     readonly mode: SandboxMode,
@@ -243,21 +266,40 @@ export class Sandbox implements Disposable {
       this.awake = null; // a faulted instance is never reused
       return;
     }
-    this.dormant = this.capture(true);
+    if (this.recipe) {
+      this.dormantRecipe = this.recipe;
+      sleeps.recipe++;
+    } else {
+      this.dormant = this.capture(true);
+      sleeps.captured++;
+    }
     live.delete(this);
     recycle(this.awake.release(), true);
     this.awake = null;
   }
 
   private wake(): void {
-    if (!this.dormant) throw new SandboxFault("env_crashed", "sandbox has neither a machine nor an image");
+    const plan = this.dormantRecipe;
+    const image = plan ? plan.image : this.dormant;
+    if (!image) throw new SandboxFault("env_crashed", "sandbox has neither a machine nor an image");
     makeRoom(this.cap);
     const pool = poolFor(this.cap);
     const inst = pool.recycled.pop() ?? pool.fresh.pop();
     refill(this.cap);
     if (!inst) throw this.poison(new SandboxFault("env_crashed", "no wasm instance was free to wake this sandbox"));
-    this.attach(Machine.restore(inst, this.dormant.machine, this.target));
+    this.attach(Machine.restore(inst, image.machine, this.target));
     this.dormant = null;
+    if (!plan) return;
+    this.dormantRecipe = null;
+    this.replaying = true;
+    try {
+      for (const [op, args] of plan.ops) {
+        if (!this.dispatch(op, ...args).ok) throw this.poison(new SandboxFault("env_crashed", `waking the sandbox: ${op} did not run as it first did`));
+      }
+    } finally {
+      this.replaying = false;
+    }
+    this.recipe = plan;
   }
 
   /** The guest's calls into the host land here: only `hostRead(op, collection, id)` exists. */
@@ -305,6 +347,7 @@ export class Sandbox implements Disposable {
   static async restore(image: SandboxImage, config: SandboxConfig | null, hostRead: HostRead): Promise<Sandbox> {
     const sandbox = new Sandbox(image.mode, image.limits, image.stackBytes, { seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead });
     await withInstance(image.machine.maxBytes, false, (inst) => sandbox.attach(Machine.restore(inst, image.machine, sandbox.target)));
+    sandbox.recipe = { image, ops: [] };
     if (config) {
       try {
         sandbox.configure(config);
@@ -345,12 +388,16 @@ export class Sandbox implements Disposable {
 
   /** Evaluates trusted-shape, untrusted-content source (an env class) at global scope. */
   evalScript(source: string, filename: string): void {
+    this.recipe = null;
     this.machine.free(this.guard(() => this.machine.eval(source, filename), filename));
   }
 
   /** Calls a prelude op; the guest answers with JSON text that is size-checked and parsed here. */
   dispatch(op: string, ...args: string[]): GuestResult {
-    const m = this.machine;
+    const m = this.machine; // wakes a sleeping sandbox (replaying its recipe) before this op runs
+    const recipe = this.replaying ? null : this.recipe;
+    // only a reset's ops keep the recipe (see `recipe`); anything else runs on from a real capture
+    this.recipe = recipe && RECIPE_OPS[recipe.ops.length] === op ? recipe : null;
     const out = this.guard(() => m.call(m.dispatcher, [op, ...args]), op);
     let text: string;
     try {
@@ -374,11 +421,25 @@ export class Sandbox implements Disposable {
       throw this.poison(new SandboxFault("env_output_invalid", `${op}: the sandbox answered with text that is not JSON`));
     }
     const r = parsed as { ok?: unknown; value?: unknown; error?: { name?: unknown; message?: unknown } };
-    if (r !== null && typeof r === "object" && r.ok === true && "value" in r) return { ok: true, value: r.value };
+    if (r !== null && typeof r === "object" && r.ok === true && "value" in r) {
+      if (this.recipe) this.keepInRecipe(this.recipe, op, args, r.value);
+      return { ok: true, value: r.value };
+    }
+    this.recipe = null;
     if (r !== null && typeof r === "object" && r.ok === false && r.error !== null && typeof r.error === "object" && typeof r.error.name === "string" && typeof r.error.message === "string") {
       return { ok: false, error: { name: r.error.name, message: r.error.message } };
     }
     throw this.poison(new SandboxFault("env_output_invalid", `${op}: the sandbox's answer does not have the prelude's shape (was a builtin patched?)`));
+  }
+
+  /**
+   * Adds a reset op to the recipe, unless the env's init wrote records: those go to the host's
+   * state, which the same init run again on waking would then read back changed.
+   */
+  private keepInRecipe(recipe: Recipe, op: string, args: string[], value: unknown): void {
+    const records = (value as { changes?: { records?: unknown[] } } | null)?.changes?.records;
+    if (op === "init" && !(Array.isArray(records) && records.length === 0)) this.recipe = null;
+    else recipe.ops.push([op, args]);
   }
 
   private nearCap(): boolean {
@@ -467,6 +528,7 @@ export class Sandbox implements Disposable {
     this.disposed = true;
     live.delete(this);
     this.dormant = null;
+    this.dormantRecipe = null;
     if (this.poisoned || !this.awake) return;
     recycle(this.awake.release());
     this.awake = null;

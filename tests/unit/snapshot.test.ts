@@ -274,6 +274,44 @@ describe("dormant sandboxes", () => {
     warmEps.forEach((e) => e.close());
   });
 
+  test("a sandbox that sleeps right after its reset sleeps as its recipe, without a capture, and wakes exactly as it was", async () => {
+    const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
+    setMaxLiveSandboxes(3);
+    try {
+      const bundle = polluterBundle("recipe-hash");
+      const before = pooledInstances().sleeps;
+      const eps: Episode[] = [];
+      for (let i = 0; i < 8; i++) {
+        const e = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `rc${i}` });
+        await e.reset();
+        eps.push(e);
+      }
+      const after = pooledInstances().sleeps;
+      // five of the eight went to sleep to make room, none of them copied
+      expect(after.recipe - before.recipe).toBeGreaterThanOrEqual(5);
+      expect(after.captured - before.captured).toBe(0);
+      // each one woken (the image restored, its reset's ops run again) is its never-slept twin:
+      // the same memory byte for byte, so the same RNG draws, clock and state
+      for (const [i, e] of eps.entries()) {
+        const twin = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `rt${i}` });
+        await twin.reset();
+        // (reading the memory wakes the sandbox)
+        expect(Buffer.compare(wasmBytes(e), wasmBytes(twin))).toBe(0);
+        expect(content(await e.step({ name: "probe", arguments: {} }))).toBe(content(await twin.step({ name: "probe", arguments: {} })));
+        twin.close();
+      }
+      // a sandbox that ran a tool call sleeps by capture again
+      await eps[0]!.step({ name: "add", arguments: { id: "z" } });
+      const more = Array.from({ length: 4 }, (_, i) => new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: 100 + i, episodeId: `rm${i}` }));
+      for (const m of more) await m.reset();
+      expect(pooledInstances().sleeps.captured).toBeGreaterThan(after.captured);
+      expect(JSON.parse(eps[0]!.stateJson()).items.z).toEqual({ n: 0, tags: ["new"] });
+      for (const e of [...eps, ...more]) e.close();
+    } finally {
+      setMaxLiveSandboxes(256);
+    }
+  });
+
   test("beyond the live limit, sandboxes sleep as images and wake exactly where they were", async () => {
     const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
     setMaxLiveSandboxes(3);
