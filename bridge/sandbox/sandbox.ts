@@ -477,8 +477,9 @@ export class Sandbox implements Disposable {
       // a call that finished late is a timeout all the same
       if (performance.now() > deadline) this.interrupted = true;
     } catch (e) {
-      // stopped by the fuel check: the call ran past its deadline inside wasm (a native builtin)
-      if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${budget} ms deadline (${budget === this.limits.callTimeoutMs ? "callTimeoutMs" : "the prelude's own budget"}); stopped inside a native builtin`));
+      // stopped by the fuel check: the call ran past its deadline inside wasm code (usually a native
+      // builtin; a JS loop is usually stopped first by the interrupt handler, but either may be first)
+      if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${budget} ms deadline (${budget === this.limits.callTimeoutMs ? "callTimeoutMs" : "the prelude's own budget"}); stopped where it was by the fuel check (a builtin or other wasm code that did not reach an interrupt point)`));
       if (e instanceof MachineOutOfMemory || this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.machine.maxBytes} bytes)`));
       // a host-side exception thrown through wasm frames (stack overflow, abort) leaves QuickJS inconsistent
       throw this.poison(new SandboxFault("env_crashed", `${what}: sandbox aborted (${e instanceof Error ? e.message : String(e)})`));

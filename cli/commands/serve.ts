@@ -81,7 +81,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("max-action-bytes", { type: "number", default: 1 << 20, describe: "largest action one step takes (as JSON); larger get `too_large` and do not run" })
       .option("max-episode-input-mb", { type: "number", default: 64, describe: "actions one episode keeps for exact restore and replay, in total; beyond it steps get `too_large`" })
       .option("quarantine-after", { type: "number", default: 2, describe: "guest calls of one scenario the watchdog may have to stop before its resets get `scenario_quarantined`" })
-      .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
+      .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before a watchdog acts (a backstop: the fuel checks stop calls at their deadline): with --workers W the engine worker is stopped and its other episodes restored; with --workers 0 the replica process exits and is restarted" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
       .option("record-failure", { choices: ["refuse", "continue"] as const, default: "refuse" as const, describe: "when a trajectory record cannot be written: refuse requests with `recording_unavailable` before they run, or continue unrecorded" })

@@ -158,6 +158,8 @@ def launch(
     """Runs ``envscaler serve`` for the duration of a ``with`` block and yields its Bridge.
 
     ``envs``: bundle folders or folders of bundles (default: the bridge's bundled envs).
+    ``workers``: engine threads per replica (``serve --workers``); 0, the default, runs each
+    replica's sandboxes on its serving thread (no thread hop per request).
     ``warm_sessions``: episodes per replica to ready sandboxes for before serving (``serve
     --warm-sessions``): set it to the episodes a trainer starts at once, so that first burst of
     resets is as fast as later ones.

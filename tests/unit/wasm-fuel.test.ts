@@ -73,7 +73,7 @@ test("in this thread: a native hang ends its own episode with env_timeout; the c
     const b = await rt.reset("hostile-1", 1);
     const hung = await rt.step(b.episode_id, { name: tool, arguments: {} });
     expect(hung).toMatchObject({ terminated: true, reward: 0, info: { error: { code: "env_timeout" }, end_reason: "env_fault" } });
-    if (tool === "native_hang") expect(hung.info.error!.message).toMatch(/stopped inside a native builtin/);
+    if (tool === "native_hang") expect(hung.info.error!.message).toMatch(/stopped where it was by the fuel check/);
     await expect(rt.step(b.episode_id, { name: "ping", arguments: {} })).rejects.toMatchObject({ code: "episode_done" });
   }
   expect(rt.stats()).toMatchObject({ hard_stops: 0, restored: 0, lost: 0 });
