@@ -15,6 +15,19 @@ const ref = [
   { name: "delete_note", arguments: { note_id: "n1" } },
 ];
 
+/** The replica at `endpoint` once it answers as an instance other than `before` (undefined after ~10 s). */
+async function restarted(endpoint: string, before: string): Promise<{ instance: string } | undefined> {
+  for (let i = 0; i < 100; i++) {
+    // a fresh short-timeout probe: a request sent into the dying connection is simply lost
+    const probe = new BridgeClient(endpoint, { timeoutMs: 1000 });
+    const hello = (await probe.request("hello").catch(() => undefined)) as { instance: string } | undefined;
+    probe.close();
+    if (hello && hello.instance !== before) return hello;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
 test("replica endpoints and which ones need CurveZMQ", () => {
   expect(replicaEndpoint("tcp://127.0.0.1:5555", 2)).toBe("tcp://127.0.0.1:5557");
   expect(replicaEndpoint("tcp://127.0.0.1:*", 1)).toBe("tcp://127.0.0.1:*");
@@ -44,15 +57,7 @@ test("a killed replica is restarted; its sessions are lost with a typed error, t
     const end = await clients[1]!.request("step", { session_id: b!.session_id, action: ref[1] });
     expect(end).toMatchObject({ terminated: false });
     // replica 0 comes back on the same endpoint with a new instance
-    let after: { instance: string } | undefined;
-    for (let i = 0; i < 100 && !after; i++) {
-      // a fresh short-timeout probe: a request sent into the dying connection is simply lost
-      const probe = new BridgeClient(info.endpoints[0]!, { timeoutMs: 1000 });
-      after = (await probe.request("hello").catch(() => undefined)) as { instance: string } | undefined;
-      probe.close();
-      if (after?.instance === before.instance) after = undefined;
-      if (!after) await new Promise((r) => setTimeout(r, 100));
-    }
+    const after = await restarted(info.endpoints[0]!, before.instance);
     expect(after?.instance).toBeDefined();
     expect(after!.instance).not.toBe(before.instance);
     const lost = await clients[0]!.request("step", { session_id: a!.session_id, action: ref[1] }).catch((e: BridgeError) => e);
@@ -104,15 +109,7 @@ test("a native hang on a replica's serving thread ends only its episode; without
     const pid = bare.pids()[0];
     // the reply is lost with the process (the client's own timeout ends the wait)
     await expect(client.request("step", { session_id: h.session_id, action: { name: "native_hang", arguments: {} } })).rejects.toBeInstanceOf(Error);
-    let after: { instance: string } | undefined;
-    for (let i = 0; i < 100 && !after; i++) {
-      const probe = new BridgeClient(binfo.endpoints[0]!, { timeoutMs: 1000 });
-      after = (await probe.request("hello").catch(() => undefined)) as { instance: string } | undefined;
-      probe.close();
-      if (after?.instance === before.instance) after = undefined;
-      if (!after) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(after?.instance).toBeDefined();
+    expect((await restarted(binfo.endpoints[0]!, before.instance))?.instance).toBeDefined();
     expect(bare.pids()[0]).not.toBe(pid);
     // that replica's sessions are lost, with the typed error
     const fresh = new BridgeClient(binfo.endpoints[0]!, { timeoutMs: 10_000 });
