@@ -8,6 +8,7 @@ import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
 import { EngineHost } from "./engine-host.js";
+import { workerModule } from "./worker-module.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
 
 /** A request the runtime could not serve; `code` is one of the protocol's error codes. */
@@ -137,12 +138,6 @@ interface Engine {
   outbox: (RequestBody & { id: number; slot: number })[];
 }
 
-function workerEntry(): { url: URL; execArgv: string[] } {
-  // under tsx/vitest this module is TypeScript, and so is the worker it starts
-  const ts = import.meta.url.endsWith(".ts");
-  return { url: new URL(ts ? "./engine-worker-dev.mjs" : "./engine-worker.js", import.meta.url), execArgv: [] };
-}
-
 /**
  * The library entry point: episodes of the bundled scenarios, run in sandboxes in this thread
  * (`workers: 0`) or on engine worker threads. Every guest call ends at its deadline by itself (the
@@ -202,11 +197,11 @@ export class EnvRuntime {
   }
 
   private spawn(index: number, restarts: number[]): Engine {
-    const { url, execArgv } = workerEntry();
     const watch = new Float64Array(new SharedArrayBuffer(16));
-    const worker = new Worker(url, {
+    const worker = new Worker(workerModule(import.meta.url, "engine-worker"), {
       workerData: { envPaths: this.options.envs, watch: watch.buffer, warmSessions: Math.ceil((this.options.warmSessions ?? 0) / Math.max(1, this.options.workers ?? 1)) },
-      execArgv,
+      // not the parent's flags: the engine needs none of them
+      execArgv: [],
       // the sandbox's stack budget is derived from this (see safeGuestStackBytes)
       resourceLimits: { stackSizeMb: ENGINE_STACK_MB },
     });

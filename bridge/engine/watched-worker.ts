@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { setCallMonitor } from "../sandbox/sandbox.js";
 import { ENGINE_STACK_MB } from "../sandbox/limits.js";
+import { workerModule } from "./worker-module.js";
 
 /**
  * One-shot work on untrusted env code (`envscaler check` of a bundle, the UI's replay of an
@@ -25,8 +26,7 @@ export interface WatchedWorkerRun<T> {
 
 export async function runWatchedWorker<T>(run: WatchedWorkerRun<T>): Promise<T> {
   const watch = new Float64Array(new SharedArrayBuffer(8));
-  const ts = import.meta.url.endsWith(".ts");
-  const worker = new Worker(new URL(ts ? `./${run.name}-dev.mjs` : `./${run.name}.js`, run.base), {
+  const worker = new Worker(workerModule(run.base, run.name), {
     workerData: { ...run.workerData, watch: watch.buffer },
     // the sandbox's stack budget is derived from this (see safeGuestStackBytes)
     resourceLimits: { stackSizeMb: ENGINE_STACK_MB },

@@ -4,10 +4,11 @@
 //
 // The main thread also keeps the last-resort watchdog. The sandbox's fuel checks stop every guest
 // call at its deadline on the serving thread itself, native builtins included; if a call still
-// overran its deadline by the grace (a fault of ours, not of the env), the process exits and the
+// overran its deadline by the grace (a fault of ours, not of the env), the process is killed and the
 // supervisor restarts the replica: its sessions end `session_lost`, the other replicas' are untouched.
 import { Worker } from "node:worker_threads";
 import { WATCH_DEADLINE } from "../engine/messages.js";
+import { workerModule } from "../engine/worker-module.js";
 import { ENGINE_STACK_MB } from "../sandbox/limits.js";
 import { createLogger } from "./logger.js";
 import type { ReplicaConfig, ReplicaMessage } from "./replica-config.js";
@@ -16,16 +17,10 @@ process.env.TZ = "UTC";
 
 const tell = (m: ReplicaMessage) => process.send?.(m);
 
-function threadEntry(): URL {
-  // under tsx (tests) this module is TypeScript, and so is the thread it starts
-  const ts = import.meta.url.endsWith(".ts");
-  return new URL(ts ? "./replica-thread-dev.mjs" : "./replica-thread.js", import.meta.url);
-}
-
 function main(config: ReplicaConfig): void {
   const log = createLogger("envscaler-replica", { replica: config.replica });
   const watch = new Float64Array(new SharedArrayBuffer(16));
-  const thread = new Worker(threadEntry(), { workerData: { config, watch: watch.buffer }, resourceLimits: { stackSizeMb: ENGINE_STACK_MB } });
+  const thread = new Worker(workerModule(import.meta.url, "replica-thread"), { workerData: { config, watch: watch.buffer }, resourceLimits: { stackSizeMb: ENGINE_STACK_MB } });
   let stopping = false;
   thread.on("message", (m: ReplicaMessage | { stopped: true }) => {
     if ("stopped" in m) process.exit(0);
