@@ -310,23 +310,21 @@ export class Sandbox implements Disposable {
       const text = this.hostRead(m.argString(argv, 0), m.argString(argv, 1), m.argString(argv, 2));
       return text === undefined ? 0 : m.newString(text);
     },
-    shouldInterrupt: (): boolean => {
-      if (this.deadline !== 0 && performance.now() > this.deadline) {
-        this.interrupted = true;
-        return true;
-      }
-      return false;
-    },
+    shouldInterrupt: (): boolean => this.pastDeadline(),
     // asked every DEFAULT_FUEL_ALLOWANCE loop iterations or calls of wasm code, native builtins
     // included: past the deadline the call is stopped right there (guard() makes it env_timeout)
     fuel: (): number => {
-      if (this.deadline !== 0 && performance.now() > this.deadline) {
-        this.interrupted = true;
-        throw new DeadlinePassed();
-      }
+      if (this.pastDeadline()) throw new DeadlinePassed();
       return DEFAULT_FUEL_ALLOWANCE;
     },
   };
+
+  /** True (and the call marked interrupted) once the running guest call is past its deadline. */
+  private pastDeadline(): boolean {
+    if (this.deadline === 0 || performance.now() <= this.deadline) return false;
+    this.interrupted = true;
+    return true;
+  }
 
   /** A sandbox built from nothing: a fresh instance, a new runtime, the prelude installed and configured. */
   static async create(options: SandboxOptions): Promise<Sandbox> {
