@@ -91,6 +91,9 @@ class BridgeClient:
         # a fixed identity survives reconnects, so the bridge recognises a retried request (same
         # id, same identity) and answers it without running it again (docs/protocol.md §3)
         socket.setsockopt(zmq.IDENTITY, b"py-" + os.urandom(12))
+        # a DEALER with no live connection blocks in send (after a refused CurveZMQ handshake the
+        # pipe is gone): bound that wait by the timeout too, instead of hanging forever
+        socket.setsockopt(zmq.SNDTIMEO, max(1, int(self.timeout * 1000)))
         self._socket = connect_dealer(socket, endpoint, curve)
         self.closed = False
         self._ids = itertools.count(1)
@@ -122,6 +125,9 @@ class BridgeClient:
             self._pending[rid] = None
             try:
                 self._socket.send(frame)
+            except zmq.Again:
+                self._pending.pop(rid, None)
+                raise self._unsendable(op) from None
             except BaseException:
                 self._pending.pop(rid, None)
                 raise
@@ -160,8 +166,14 @@ class BridgeClient:
                 if attempt == tries - 1:
                     raise
                 with self._lock:
-                    self._socket.send(packb({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields}))
+                    try:
+                        self._socket.send(packb({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields}))
+                    except zmq.Again:
+                        raise self._unsendable(op) from None
         raise AssertionError("unreachable")
+
+    def _unsendable(self, op: str) -> BridgeTimeout:
+        return BridgeTimeout(f"could not send {op} to {self.endpoint} within {self.timeout:g} s: no connection takes it (the bridge is not running, or it refused this client's CurveZMQ key)")
 
     def _wait(self, rid: int, timeout: float, keep: bool = False) -> dict[str, Any]:
         deadline = time.monotonic() + timeout

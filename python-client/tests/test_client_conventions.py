@@ -207,3 +207,17 @@ def test_an_episode_the_bridge_ended_is_not_finished_again(bridge):
         assert len(calls) == 1  # only the second (unfinished) episode, at close
     finally:
         env.close()
+
+
+def test_a_send_that_cannot_leave_is_bounded_by_the_timeout():
+    """A DEALER blocks in send once its queue is full or it has no connection (as after a refused
+    CurveZMQ handshake): the request fails with BridgeTimeout after the client's timeout instead of
+    hanging for ever. Here nothing listens, so the queue (1,000 messages) fills."""
+    from envscaler import BridgeClient, BridgeTimeout
+
+    with BridgeClient(f"tcp://127.0.0.1:{_free_port()}", timeout=0.5) as c:
+        t0 = time.monotonic()
+        with pytest.raises(BridgeTimeout, match="could not send"):
+            for _ in range(5000):
+                c.submit("hello")
+        assert time.monotonic() - t0 < 30
