@@ -476,8 +476,10 @@ export class Sandbox implements Disposable {
       if (performance.now() > deadline) this.interrupted = true;
     } catch (e) {
       // stopped by the fuel check: the call ran past its deadline inside wasm code (usually a native
-      // builtin; a JS loop is usually stopped first by the interrupt handler, but either may be first)
-      if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${budget} ms deadline (${budget === this.limits.callTimeoutMs ? "callTimeoutMs" : "the prelude's own budget"}); stopped where it was by the fuel check (a builtin or other wasm code that did not reach an interrupt point)`));
+      // builtin; a JS loop is usually stopped first by the interrupt handler, but either may be
+      // first). The same text either way: which one fired is timing, and a message that varied
+      // with it would change synth's re-ask prompts (and their cache keys) from run to run.
+      if (this.interrupted) throw this.poison(new SandboxFault("env_timeout", `${what}: exceeded the ${budget} ms deadline (${budget === this.limits.callTimeoutMs ? "callTimeoutMs" : "the prelude's own budget"})`));
       if (e instanceof MachineOutOfMemory || this.nearCap()) throw this.poison(new SandboxFault("env_oom", `${what}: out of memory (limit ${this.machine.maxBytes} bytes)`));
       // a host-side exception thrown through wasm frames (stack overflow, abort) leaves QuickJS inconsistent
       throw this.poison(new SandboxFault("env_crashed", `${what}: sandbox aborted (${e instanceof Error ? e.message : String(e)})`));

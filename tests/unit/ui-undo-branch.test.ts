@@ -177,7 +177,7 @@ describe("hostile envs", () => {
     const h = await post("/api/play/start", { page: "h", scenario_id: "hostile-1", seed: 1 });
     await post("/api/play/step", { episode_id: h.episode_id, action: { name: "ping", arguments: {} } });
     const r = await post("/api/play/step", { episode_id: h.episode_id, action: { name: "native_hang", arguments: {} } });
-    expect(r.result.info.error).toMatchObject({ code: "env_timeout", message: expect.stringMatching(/stopped where it was by the fuel check/) });
+    expect(r.result.info.error).toMatchObject({ code: "env_timeout", message: expect.stringMatching(/exceeded the \d+ ms deadline/) });
     // the fuel checks stopped the builtin where it was: no engine worker was replaced
     expect(ui.runtime.stats()).toMatchObject({ hard_stops: 0, lost: 0 });
     // undo takes the hostile episode back to before the hang, and it plays on from there
