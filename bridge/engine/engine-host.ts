@@ -3,10 +3,12 @@
 // that owns the replica's socket (EnvRuntime with `workers: 0`, the serve default), where the fuel
 // checks of the sandbox's wasm (wasm-fuel.ts) stop a call at its deadline without a watchdog.
 import { EnvRegistry } from "../../envs/registry.js";
-import { Episode, EpisodeStateError, type EpisodeSnapshot, type StepResult } from "../episode/episode.js";
+import { Episode, EpisodeStateError, type EpisodeSnapshot } from "../episode/episode.js";
 import { EnvLoadError, warmEnv } from "../episode/env-session.js";
+import { fromPortable, toPortable } from "../episode/portable-snapshot.js";
+import { bundleStateBase } from "../state/bundle-state.js";
 import { ReferenceCache } from "../episode/reference-state.js";
-import { OpenAIUserSimulator, UserSimulatorError, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
+import { OpenAIUserSimulator, UserSimulatorError, type UserConversation, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { EngineReply, EngineRequest } from "./messages.js";
 
@@ -102,6 +104,37 @@ export class EngineHost {
     return { value: { step: snap.steps, state_hash: snap.stateHash, done: false, tool_names: snap.progress.visibleTools.map((t) => t.function.name) } };
   }
 
+  /**
+   * An episode lost with its worker, rebuilt here: copied from its checkpoint when it has one (else
+   * reset anew), then the actions since re-run with the simulated user's recorded replies, so no
+   * LLM is asked again. Exact, or refused: the state hash must come out as the pool last saw it.
+   */
+  private async restore(req: Extract<EngineRequest, { op: "restore" }>): Promise<{ value: unknown }> {
+    const { inputs, from } = req;
+    let episode: Episode;
+    if (from) {
+      const o = this.episodeOptions(req.episode, from.scenarioId);
+      const resume = (c: UserConversation) =>
+        req.user ? OpenAIUserSimulator.resume(o.scenario.task, o.scenario.user_instructions ?? "", req.user, { messages: c.messages, prefill: [...c.prefill, ...inputs.user_replies] }, `${o.scenario.id}|${from.seed}`) : undefined;
+      const snap = fromPortable(from, bundleStateBase(o.bundle, o.scenario.id), resume);
+      episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(from.seed) }, snap);
+    } else {
+      episode = this.makeEpisode(req.episode, inputs.scenario_id, inputs.seed, req.user, [...inputs.user_replies]);
+    }
+    this.hosted.set(req.episode, { episode, repliesSent: 0 });
+    try {
+      let hash = from ? from.stateHash : (await episode.reset()).info.state_hash;
+      for (const action of inputs.actions) hash = (await episode.step(action)).info.state_hash;
+      this.hosted.get(req.episode)!.repliesSent = episode.inputs.user_replies.length;
+      if (hash !== req.state_hash) throw new RequestError("env_crashed", `the episode could not be restored exactly (state hash ${hash} != ${req.state_hash})`);
+      return { value: { restored: true, steps: inputs.actions.length } };
+    } catch (e) {
+      this.hosted.delete(req.episode);
+      episode.close();
+      throw e;
+    }
+  }
+
   private makeEpisode(episodeId: string, scenarioId: string, seed: number, user: UserSimulatorConfig | null, prefill: string[] = []): Episode {
     const o = this.episodeOptions(episodeId, scenarioId);
     let sim: UserSimulator | undefined;
@@ -117,37 +150,30 @@ export class EngineHost {
   }
 
   private async handle(req: EngineRequest): Promise<{ value: unknown; user_replies?: string[] }> {
-    if (req.op === "reset" || req.op === "restore") {
-      const restoring = req.op === "restore";
-      const inputs = restoring ? req.inputs : undefined;
-      const episode = this.makeEpisode(req.episode, inputs?.scenario_id ?? (req as { scenario_id: string }).scenario_id, inputs?.seed ?? (req as { seed: number }).seed, req.user, inputs ? [...inputs.user_replies] : undefined);
+    if (req.op === "reset") {
+      const episode = this.makeEpisode(req.episode, req.scenario_id, req.seed, req.user);
       const h: Hosted = { episode, repliesSent: 0 };
       this.hosted.set(req.episode, h);
       try {
         const first = await episode.reset();
-        if (!restoring) {
-          // the env's introduction, rules and opening tools are the runtime's to add (it has the same
-          // registry): ~8 KB of objects a reset need not hand across
-          const { introduction: _i, rules: _r, tools: _t, ...info } = first.info;
-          return { value: { observation: first.observation, info }, user_replies: EngineHost.newReplies(h) };
-        }
-        let last: StepResult | undefined;
-        for (const action of inputs!.actions) last = await episode.step(action);
-        h.repliesSent = episode.inputs.user_replies.length;
-        const hash = last?.info.state_hash ?? first.info.state_hash;
-        if (hash !== req.state_hash) throw new RequestError("env_crashed", `the episode could not be restored exactly (state hash ${hash} != ${req.state_hash})`);
-        return { value: { restored: true, steps: inputs!.actions.length } };
+        // the env's introduction, rules and opening tools are the runtime's to add (it has the same
+        // registry): ~8 KB of objects a reset need not hand across
+        const { introduction: _i, rules: _r, tools: _t, ...info } = first.info;
+        return { value: { observation: first.observation, info }, user_replies: EngineHost.newReplies(h) };
       } catch (e) {
         this.hosted.delete(req.episode);
         episode.close();
         throw e;
       }
     }
+    if (req.op === "restore") return this.restore(req);
     if (req.op === "fork") return this.fork(req);
     if (req.op === "drop_snapshot") return { value: this.snapshots.delete(req.snapshot) };
     const h = this.hosted.get(req.episode);
     if (!h) throw new RequestError("unknown_episode", `no episode ${req.episode} on this engine`);
     switch (req.op) {
+      case "checkpoint":
+        return { value: toPortable(h.episode.snapshot(true)) };
       case "snapshot": {
         const snap = h.episode.snapshot(true);
         this.snapshots.set(req.snapshot, snap);

@@ -1,6 +1,6 @@
 // Engine worker: hosts many episodes' sandboxes in one thread (EngineHost). The pool's watchdog may
 // terminate this thread at any time (a guest call that overran its deadline); episodes are then
-// restored elsewhere from their recorded inputs, so nothing here may hold state that matters
+// restored elsewhere from the checkpoints and inputs the pool holds, so nothing here may hold state that matters
 // beyond what the pool already acknowledged.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { parentPort, workerData } from "node:worker_threads";

@@ -3,6 +3,7 @@ import { Worker } from "node:worker_threads";
 import { EnvRegistry } from "../../envs/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
 import { openingTools } from "../episode/opening-tools.js";
+import type { PortableSnapshot } from "../episode/portable-snapshot.js";
 import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
@@ -52,6 +53,15 @@ export interface RuntimeOptions {
    * resets instantiates nothing. Each costs a little memory while unused (about 0.2 MB). @default 0
    */
   warmSessions?: number;
+  /**
+   * With engine worker threads (`workers` >= 1): every this many steps an episode's snapshot is
+   * copied to this thread as its checkpoint, so if the watchdog has to stop its worker the episode
+   * is restored from that copy and re-runs at most this many steps, not its whole history. Each
+   * checkpoint holds a copy of the sandbox (about 0.4 MB for library-v1; one per episode, replaced
+   * by the next); an episode shorter than this takes none. 0: never (restores re-run every step).
+   * @default 64
+   */
+  checkpointEvery?: number;
   /** Snapshots one episode may hold at once. @default 32 */
   maxSnapshotsPerEpisode?: number;
   /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
@@ -111,6 +121,12 @@ interface EpisodeRecord {
   ended?: boolean;
   /** Estimated JSON bytes of the actions kept in `inputs`. */
   inputBytes?: number;
+  /** The episode as it was after `actions` of its acknowledged actions (and `replies` user replies): restores start here. */
+  checkpoint?: { snapshot: PortableSnapshot; actions: number; replies: number };
+  /** A checkpoint was asked for and has not come back yet. */
+  checkpointing?: boolean;
+  /** Requests of this episode posted to its engine and not answered yet. */
+  inFlight?: number;
   /** Snapshots this episode took (dropped with it). */
   snapshots: Set<SnapshotRecord>;
   /** Set when the episode was lost (its worker died on it): every later request gets this error. */
@@ -143,8 +159,9 @@ interface Engine {
  * (`workers: 0`) or on engine worker threads. Every guest call ends at its deadline by itself (the
  * sandbox's fuel checks reach into native builtins too). As a backstop, a watchdog stops a worker
  * whose guest call still overran its deadline by the grace; that call's episode ends with
- * `env_timeout`, and every other episode on the worker is restored on a fresh one by re-executing
- * its recorded inputs, which the sandbox's seeded randomness and virtual clock make exact.
+ * `env_timeout`, and every other episode on the worker is restored on a fresh one from its last
+ * checkpoint (see checkpointEvery) by re-executing its inputs since, which the sandbox's seeded
+ * randomness and virtual clock make exact.
  */
 export class EnvRuntime {
   readonly registry: EnvRegistry;
@@ -159,7 +176,8 @@ export class EnvRuntime {
   private nextSlot = 1;
   private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
-  readonly counters = { hard_stops: 0, restored: 0, lost: 0 };
+  /** `replayed_steps`: actions re-run by restores (those since each restored episode's checkpoint). */
+  readonly counters = { hard_stops: 0, restored: 0, lost: 0, replayed_steps: 0 };
 
   private constructor(private readonly options: RuntimeOptions) {
     this.registry = EnvRegistry.load(options.envs);
@@ -295,17 +313,48 @@ export class EnvRuntime {
       rec.engine = replacement;
       replacement.episodes.add(rec);
       const generation = (rec.restores = (rec.restores ?? 0) + 1);
-      rec.restoring = this.post(replacement, rec, { op: "restore", episode: rec.id, inputs: rec.inputs, user: this.options.user ?? null, state_hash: rec.stateHash }).then((reply) => {
+      rec.restoring = this.post(replacement, rec, this.restoreRequest(rec)).then((reply) => {
         for (const p of restores) p.resolve(reply);
         if (generation !== rec.restores) return; // a later recovery owns the episode now
         rec.restoring = undefined;
         if (!reply.ok) rec.dead = { code: "env_crashed", message: `lost with its engine worker and not restorable: ${reply.error.message}` };
-        else this.counters.restored++;
+        else {
+          this.counters.restored++;
+          this.counters.replayed_steps += (reply.value as { steps: number }).steps;
+        }
       });
       // replies come back in posting order, so a failed restore has marked the episode dead by the
       // time the worker's refusals of the requests behind it arrive
       for (const p of waiting) void this.post(replacement, rec, p.body).then((reply) => p.resolve(!reply.ok && rec.dead ? this.deadReply(rec, p.body) : reply));
     }
+  }
+
+  /** What rebuilds `rec` on another worker: its checkpoint and the inputs since (all of them without one). */
+  private restoreRequest(rec: EpisodeRecord): RequestBody {
+    const cp = rec.checkpoint;
+    const inputs = cp ? { ...rec.inputs, actions: rec.inputs.actions.slice(cp.actions), user_replies: rec.inputs.user_replies.slice(cp.replies) } : rec.inputs;
+    return { op: "restore", episode: rec.id, inputs, ...(cp ? { from: cp.snapshot } : {}), user: this.options.user ?? null, state_hash: rec.stateHash };
+  }
+
+  /**
+   * Asks the episode's worker for a checkpoint once `checkpointEvery` actions have been acknowledged
+   * since the last one. Not awaited: it queues behind the episode's step like any request and
+   * costs the step nothing; the position is the one at asking (later steps queue behind it).
+   */
+  private maybeCheckpoint(rec: EpisodeRecord): void {
+    const every = this.options.checkpointEvery ?? 64;
+    // only between requests: a step already queued behind this one would run before the capture
+    if (!rec.engine.worker || every <= 0 || rec.checkpointing || rec.dead || rec.ended || rec.inFlight) return;
+    const at = { actions: rec.inputs.actions.length, replies: rec.inputs.user_replies.length };
+    if (at.actions - (rec.checkpoint?.actions ?? 0) < every) return;
+    rec.checkpointing = true;
+    void this.post(rec.engine, rec, { op: "checkpoint", episode: rec.id }).then((reply) => {
+      rec.checkpointing = false;
+      // refused when the episode closed or died meanwhile: it keeps the checkpoint it had
+      if (!reply.ok) return;
+      const snapshot = reply.value as PortableSnapshot;
+      if (snapshot.inputs.actions.length === at.actions && snapshot.inputs.user_replies.length === at.replies) rec.checkpoint = { snapshot, ...at };
+    });
   }
 
   /**
@@ -339,7 +388,12 @@ export class EnvRuntime {
 
   private post(engine: Engine, episode: EpisodeRecord, body: RequestBody): Promise<EngineReply> {
     const id = this.nextRequest++;
-    return new Promise<EngineReply>((resolve) => {
+    episode.inFlight = (episode.inFlight ?? 0) + 1;
+    return new Promise<EngineReply>((answer) => {
+      const resolve = (r: EngineReply) => {
+        episode.inFlight!--;
+        answer(r);
+      };
       engine.pending.set(id, { body, episode, resolve });
       if (engine.host) {
         // in this thread: straight in, no batching (there is no hop to amortise)
@@ -485,6 +539,7 @@ export class EnvRuntime {
       if (result.terminated || result.truncated) this.record({ t: "episode_end", episode_id: episodeId, how: "terminal" });
     }
     if (result.terminated || result.truncated) rec.ended = true;
+    else this.maybeCheckpoint(rec);
     return result;
   }
 

@@ -1,5 +1,6 @@
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { EpisodeInputs } from "../episode/episode.js";
+import type { PortableSnapshot } from "../episode/portable-snapshot.js";
 
 /** Requests from the pool to an engine worker. Every request names the episode it concerns. */
 export type EngineRequest =
@@ -8,7 +9,13 @@ export type EngineRequest =
   | { id: number; op: "finish"; episode: string }
   | { id: number; op: "state"; episode: string }
   | { id: number; op: "close"; episode: string }
-  | { id: number; op: "restore"; episode: string; inputs: EpisodeInputs; user: UserSimulatorConfig | null; state_hash: string }
+  /**
+   * Rebuilds `episode` on this engine: from its checkpoint (`from`) when it has one, then re-runs
+   * `inputs` (only the actions and user replies since that checkpoint), and checks the state hash.
+   */
+  | { id: number; op: "restore"; episode: string; inputs: EpisodeInputs; from?: PortableSnapshot; user: UserSimulatorConfig | null; state_hash: string }
+  /** The episode now as a PortableSnapshot (the pool keeps it to restore the episode elsewhere). */
+  | { id: number; op: "checkpoint"; episode: string }
   /** Freezes `episode` as `snapshot` (kept in the worker until dropped). */
   | { id: number; op: "snapshot"; episode: string; snapshot: string }
   /** Starts `episode` as a copy of a live episode (`from_episode`) or of a snapshot (`from_snapshot`). */

@@ -9,6 +9,14 @@ export interface UserSimulator {
   reply(agentMessage: string): Promise<string>;
   /** An independent simulator with this one's conversation so far (forking an episode). */
   fork(): UserSimulator;
+  /** The conversation as plain data, for a snapshot restored in another thread (see OpenAIUserSimulator.resume); absent: not portable. */
+  conversation?(): UserConversation;
+}
+
+/** A simulated user's conversation so far, and the recorded replies it will give before asking its LLM again. */
+export interface UserConversation {
+  messages: { role: "system" | "user" | "assistant"; content: string }[];
+  prefill: string[];
 }
 
 export const STOP_MARKER = "###STOP###";
@@ -162,6 +170,20 @@ export class OpenAIUserSimulator implements UserSimulator {
 
   start(): Promise<string> {
     return this.reply(GREETING);
+  }
+
+  /**
+   * A simulator that goes on from `conversation` (its history kept as it was, thoughts included,
+   * so its next prompt is the one the original would have sent), with the same settings as new.
+   */
+  static resume(task: string, instructions: string, config: UserSimulatorConfig, conversation: UserConversation, salt = ""): OpenAIUserSimulator {
+    const sim = new OpenAIUserSimulator(task, instructions, config, conversation.prefill, salt);
+    sim.messages.splice(0, sim.messages.length, ...conversation.messages.map((m) => ({ ...m })));
+    return sim;
+  }
+
+  conversation(): UserConversation {
+    return { messages: this.messages.map((m) => ({ ...m })), prefill: [...this.prefill] };
   }
 
   fork(): OpenAIUserSimulator {

@@ -25,7 +25,7 @@ export interface ReplicaConfig {
   episodeLimits: EpisodeLimits;
 }
 
-export type EpisodeLimits = Pick<RuntimeOptions, "maxSnapshotsPerEpisode" | "maxSnapshotBytes" | "maxActionBytes" | "maxEpisodeInputBytes" | "quarantineAfter">;
+export type EpisodeLimits = Pick<RuntimeOptions, "maxSnapshotsPerEpisode" | "maxSnapshotBytes" | "maxActionBytes" | "maxEpisodeInputBytes" | "quarantineAfter" | "checkpointEvery">;
 
 /** Replica → supervisor. */
 export type ReplicaMessage = { ready: true; endpoint: string; instance: string } | { failed: string };

@@ -25,6 +25,13 @@ export class StateHash {
     return h;
   }
 
+  /** The hash whose hex() is `hex` (a tracker rebuilt in another thread from a portable snapshot). */
+  static fromHex(hex: string): StateHash {
+    const h = new StateHash();
+    h.sum = BigInt("0x" + hex) % MOD;
+    return h;
+  }
+
   hex(): string {
     return this.sum.toString(16).padStart(64, "0");
   }

@@ -21,6 +21,7 @@ interface ServeArgs {
   maxInFlight: number;
   maxRestartsPerMinute: number;
   hardStopGraceMs: number;
+  checkpointEvery: number;
   maxSnapshots: number;
   maxSnapshotMb: number;
   quarantineAfter: number;
@@ -82,6 +83,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("max-episode-input-mb", { type: "number", default: 64, describe: "actions one episode keeps for exact restore and replay, in total; beyond it steps get `too_large`" })
       .option("quarantine-after", { type: "number", default: 2, describe: "guest calls of one scenario the watchdog may have to stop before its resets get `scenario_quarantined`" })
       .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before a watchdog acts (a backstop: the fuel checks stop calls at their deadline): with --workers W the engine worker is stopped and its other episodes restored; with --workers 0 the replica process exits and is restarted" })
+      .option("checkpoint-every", { type: "number", default: 64, describe: "with --workers W: every this many steps an episode's sandbox is copied to the replica's main thread, so one restored after its worker was stopped re-runs at most this many steps (about 0.4 MB per long episode); 0: never, restores re-run the whole episode" })
       .option("max-restarts-per-minute", { type: "number", default: 10, describe: "replica restarts (and engine worker restarts) allowed per minute before serve stops with exit code 1" })
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
       .option("record-failure", { choices: ["refuse", "continue"] as const, default: "refuse" as const, describe: "when a trajectory record cannot be written: refuse requests with `recording_unavailable` before they run, or continue unrecorded" })
@@ -113,6 +115,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         maxActionBytes: args.maxActionBytes,
         maxEpisodeInputBytes: args.maxEpisodeInputMb * 1024 * 1024,
         quarantineAfter: args.quarantineAfter,
+        checkpointEvery: args.checkpointEvery,
       },
       user: userConfigFromArgs(args),
       recordDir: args.record ? args.recordDir : null,

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { EnvRuntime, RuntimeError } from "../../bridge/engine/env-runtime.js";
 import { FIXTURES } from "../helpers.js";
+import { OpenAIFixture } from "../openai-fixture.js";
 
 let rt: EnvRuntime;
 beforeAll(async () => {
@@ -71,5 +72,65 @@ test("episodes run concurrently and stay isolated", async () => {
   for (const [i, e] of eps.entries()) {
     const notes = Object.values(JSON.parse(await rt.state(e.episode_id)).notes as Record<string, { title: string }>).map((n) => n.title);
     expect(notes).toEqual(["groceries", `t${i}`]);
+  }
+});
+
+test("a restore starts from the episode's checkpoint and re-runs only the steps since: RNG, clock, state and the simulated user's history as they were", async () => {
+  // the conversation's user: the same scripted replies for the original and for the twin below
+  const replies = ["# Thought:\nI start.\n# Reply:\nHi, how many notes do I have? I'm u3.", "# Thought:\nOne note.\n# Reply:\nThanks, now add 'x' with body 'y'.", "# Thought:\nDone.\n# Reply:\nGreat, one more question."];
+  const user = await OpenAIFixture.start([...replies, "# Reply:\nBye. ###STOP###"]);
+  const twinUser = await OpenAIFixture.start([...replies, "# Reply:\nBye. ###STOP###"]);
+  const userConfig = (f: OpenAIFixture) => ({ baseURL: f.baseURL, apiKey: "x", model: "m", maxRetries: 0 });
+  const envs = [FIXTURES, join(FIXTURES, "..", "hostile")];
+  const workers = await EnvRuntime.start({ envs, workers: 1, hardStopGraceMs: 300, checkpointEvery: 3, user: userConfig(user) });
+  const twin = await EnvRuntime.start({ envs, workers: 0, user: userConfig(twinUser) });
+  try {
+    const actions = [
+      { name: "add_note", arguments: { user_id: "u2", title: "t1", body: "b" } },
+      { name: "roll", arguments: {} },
+      { name: "add_note", arguments: { user_id: "u2", title: "t2", body: "b" } },
+      { name: "roll", arguments: {} },
+      { name: "roll", arguments: {} },
+    ];
+    const talk = [{ name: "list_notes", arguments: { user_id: "u3" } }, "You have 1 note.", { name: "add_note", arguments: { user_id: "u3", title: "x", body: "y" } }, "Added it."];
+    const run = async (rt: EnvRuntime) => {
+      const a = await rt.reset("notes-1", 7);
+      const c = await rt.reset("notes-2", 13);
+      for (const act of actions) await rt.step(a.episode_id, act);
+      for (const act of talk) await rt.step(c.episode_id, act);
+      return { a: a.episode_id, c: c.episode_id };
+    };
+    const mine = await run(workers);
+    const theirs = await run(twin);
+    // a checkpoint is taken after 3 steps (not awaited by the steps): both episodes have one by now
+    const before = { a: workers.stateHash(mine.a), c: workers.stateHash(mine.c), state: await workers.state(mine.a) };
+
+    const h = await workers.reset("hostile-1", 1);
+    const hung = await workers.step(h.episode_id, { name: "native_hang", arguments: {} });
+    expect(hung.info.error?.code).toBe("env_timeout");
+    expect(await workers.state(mine.a)).toBe(before.state);
+    expect([workers.stateHash(mine.a), workers.stateHash(mine.c)]).toEqual([before.a, before.c]);
+    // notes-1 re-ran steps 4-5 (checkpoint at 3); notes-2 re-ran step 4 (checkpoint at 3): never all 9
+    expect(workers.stats()).toMatchObject({ hard_stops: 1, restored: 2, lost: 1, replayed_steps: 3 });
+
+    // the restored episodes go on exactly as the twins that were never interrupted
+    const next = { name: "roll", arguments: {} };
+    const [ra, ta] = [await workers.step(mine.a, next), await twin.step(theirs.a, next)];
+    expect(ra.observation).toEqual(ta.observation);
+    expect(ra.info.state_hash).toBe(ta.info.state_hash);
+    const [rc, tc] = [await workers.step(mine.c, "Anything else?"), await twin.step(theirs.c, "Anything else?")];
+    expect(rc.observation).toEqual(tc.observation);
+    expect(rc.info.state_hash).toBe(tc.info.state_hash);
+    // the user's history up to the checkpoint is the twin's, thoughts included (a re-run from the
+    // start keeps only the replies: "(recorded)" in place of each thought, as in the re-run step here)
+    const last = (f: OpenAIFixture) => f.requests.at(-1)!.messages;
+    expect(last(user).slice(0, 5)).toEqual(last(twinUser).slice(0, 5));
+    expect(last(user)[4]!.content).toContain("One note.");
+    expect(last(user).length).toBe(last(twinUser).length);
+  } finally {
+    await workers.close();
+    await twin.close();
+    await user.close();
+    await twinUser.close();
   }
 });
