@@ -154,7 +154,6 @@
   const readOnly = config.mode !== "env";
   const toRaw = wmap();            // proxy -> raw object
   const rawToProxy = wmap();       // raw object -> proxy (keeps identity: users[id] === users[id])
-  const rawTag = wmap();           // raw object -> [collection, id] it was first reached through
   const collections = ObjectCreate(null); // name -> collection record
 
   function fail(message) { throw new TypeErrorCtor(message); }
@@ -162,13 +161,67 @@
 
   function markDirty(coll, id) { coll.dirty[id] = true; }
 
-  // Deep proxy over one record: any write marks the record dirty; values read are wrapped too.
+  // Two ways a record's objects are tracked. A record the prelude owns (parsed from the host's text,
+  // or copied at the end of a call) is tracked eagerly: as it comes in, every object in it is put
+  // behind a proxy in place, so the proxies need no `get` trap and reading a field costs the env a
+  // native property access, not a call into a trap (that was ~20 % of a library read tool's guest
+  // time): a call costs what it writes. An object the env assigns into the state is the env's own
+  // (it may still hold it and its parts), so it is not rewritten: its reads are wrapped as they
+  // happen (`wrap`), and its record, marked hot, is reported and replaced by an eagerly tracked
+  // copy at the end of the call (see reportRecord).
+  function recordHandler(coll, id) {
+    return {
+      set(t, key, value) {
+        if (readOnly) fail("state is read-only here");
+        markDirty(coll, id);
+        // an assigned object may be mutated later through a reference that bypasses the proxies;
+        // a proxy assigned stays one (a part of another record keeps marking that record)
+        if (value !== null && typeof value === "object") coll.hot[id] = true;
+        return ReflectSet(t, key, value);
+      },
+      deleteProperty(t, key) {
+        if (readOnly) fail("state is read-only here");
+        markDirty(coll, id);
+        return ReflectDelete(t, key);
+      },
+      defineProperty(t, key, desc) {
+        if (readOnly) fail("state is read-only here");
+        markDirty(coll, id);
+        if (desc.value !== null && typeof desc.value === "object") coll.hot[id] = true;
+        return ReflectDefineProperty(t, key, desc);
+      },
+      setPrototypeOf() { return false; },
+    };
+  }
+
+  // `raw` (a tree the prelude owns) tracked eagerly, with one handler for the whole record. Float
+  // boxes of python-format envs are frozen values, not containers: they stay as they are.
+  function track(raw, coll, id, handler) {
+    if (raw === null || typeof raw !== "object" || (pyValues !== null && pyValues.isFloat(raw))) return raw;
+    for (const k of ObjectKeys(raw)) {
+      const v = raw[k];
+      if (v !== null && typeof v === "object") raw[k] = track(v, coll, id, handler);
+    }
+    const proxy = new ProxyCtor(raw, handler);
+    wset(toRaw, proxy, raw);
+    return proxy;
+  }
+
+  // A record the prelude owns, tracked eagerly; its proxy is the one every read of it returns.
+  function trackRecord(coll, id, raw) {
+    if (raw === null || typeof raw !== "object") return raw;
+    const proxy = track(raw, coll, id, recordHandler(coll, id));
+    if (proxy !== raw) wset(rawToProxy, raw, proxy);
+    return proxy;
+  }
+
+  // Lazy tracking of an object the env assigned (see above): any write marks the record dirty;
+  // values read are wrapped too.
   function wrap(raw, coll, id) {
     if (raw === null || typeof raw !== "object") return raw;
     const existing = wget(rawToProxy, raw);
     if (existing !== undefined) return existing;
     const handler = {
-      // the most frequent operation on state (every field an env reads): primitives straight out
       get(t, key) {
         const v = t[key];
         return v === null || typeof v !== "object" ? v : wrap(v, coll, id);
@@ -176,7 +229,6 @@
       set(t, key, value) {
         if (readOnly) fail("state is read-only here");
         markDirty(coll, id);
-        // an assigned object may be mutated later through a reference that bypasses this proxy
         if (value !== null && typeof value === "object") coll.hot[id] = true;
         return ReflectSet(t, key, unwrap(value));
       },
@@ -197,7 +249,6 @@
     const proxy = new ProxyCtor(raw, handler);
     wset(rawToProxy, raw, proxy);
     wset(toRaw, proxy, raw);
-    if (!whas(rawTag, raw)) wset(rawTag, raw, [coll.name, id]);
     return proxy;
   }
 
@@ -215,9 +266,10 @@
   function view(coll, id, v) { return v !== null && typeof v === "object" ? wrap(v, coll, id) : v; }
 
   // Every change of a loaded record goes through here, so a populated target (see populate) holds
-  // what a read returns.
-  function setLoaded(coll, id, value) {
+  // what a read returns. `envOwned`: the env assigned this object (tracked lazily, see trackRecord).
+  function setLoaded(coll, id, value, envOwned) {
     coll.loaded[id] = value;
+    if (!envOwned) trackRecord(coll, id, value);
     if (!coll.populated) return;
     ObjectDefineProperty(coll.target, id, { value: view(coll, id, value), writable: true, enumerable: true, configurable: true });
     if (own(coll.pending, id)) unpend(coll, id);
@@ -258,7 +310,7 @@
     let index = false;
     for (const k of keys) {
       if (isIndexKey(k)) index = true;
-      if (!own(coll.loaded, k) && all !== null && own(all, k)) coll.loaded[k] = all[k];
+      if (!own(coll.loaded, k) && all !== null && own(all, k)) trackRecord(coll, k, (coll.loaded[k] = all[k]));
       if (own(coll.loaded, k)) {
         ObjectDefineProperty(t, k, { value: view(coll, k, coll.loaded[k]), writable: true, enumerable: true, configurable: true });
       } else {
@@ -327,7 +379,7 @@
         if (!isKey(key)) return false;
         const raw = unwrap(value);
         if (!exists(coll, key)) addKey(coll, key);
-        setLoaded(coll, key, raw);
+        setLoaded(coll, key, raw, true);
         delete coll.deleted[key];
         markDirty(coll, key);
         if (raw !== null && typeof raw === "object") coll.hot[key] = true;
@@ -477,7 +529,7 @@
       if (isObject && isPlain(v) && (!whas(toRaw, v) || (prev !== null && prev.value === v && prev.tracked))) {
         tracked = true;
         if (!(prev !== null && prev.value === v) || own(TOP.hot, key)) {
-          value = wrap(copyOf(v, json), TOP, key);
+          value = trackRecord(TOP, key, copyOf(v, json));
           instance[key] = value;
         }
       }

@@ -17,11 +17,20 @@ const SOURCE = `class Big {
   count() { return Object.keys(this.rows).length; }
   sum() { return Object.values(this.rows).reduce((a, r) => a + r.n, 0); }
   replace_all() { this.rows = { only: { n: 1, hist: [] } }; return true; }
+  push_hist({ id, v }) { const h = this.rows[id].hist; h.push(v); return h.length; }
+  keep_hist({ id }) { this.keptHist = this.rows[id].hist; return true; }
+  poke_hist({ v }) { this.keptHist.push(v); return true; }
+  alias({ from, to, v }) { this.rows[to].child = this.rows[from].hist; if (v !== undefined) this.rows[to].child.push(v); return true; }
+  push_child({ id, v }) { this.rows[id].child.push(v); return true; }
+  clone({ from, to, v }) { this.rows[to] = { ...this.rows[from] }; this.rows[to].hist.push(v); return true; }
+  assign_kept({ id }) { const o = { deep: { list: [] } }; this.rows[id].obj = o; o.deep.list.push("same call"); this.keptObj = o; return true; }
+  poke_kept() { this.keptObj.deep.list.push("later call"); return true; }
+  dump() { return JSON.parse(JSON.stringify(this.rows)); }
 }`;
 
 function bigBundle(rows: number, pad = 200): EnvBundle {
   const state = { rows: Object.fromEntries(Array.from({ length: rows }, (_, i) => [`r${i}`, { n: i, hist: [], pad: "x".repeat(pad) }])), meta: { v: 1 } };
-  const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "sum", "replace_all"].map((name) => ({
+  const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "sum", "replace_all", "push_hist", "keep_hist", "poke_hist", "alias", "push_child", "clone", "assign_kept", "poke_kept", "dump"].map((name) => ({
     type: "function" as const,
     function: { name, description: name, parameters: { type: "object" as const, properties: {}, additionalProperties: true } },
   }));
@@ -104,6 +113,40 @@ test("a record mutated later through an alias is still tracked", async () => {
   const poke = s.call("poke", {});
   expect(poke.diff).toContainEqual({ op: "replace", path: "/rows/r3/n", value: -1, old: 3 });
   expect(JSON.parse(s.stateJson()).rows.r3.n).toBe(-1);
+  s.dispose();
+});
+
+test("the host's state is the guest's after every call: nested writes through references read, kept, aliased across records, copied, or assigned", async () => {
+  const bundle = bigBundle(4, 1);
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+  const calls: [string, Record<string, unknown>][] = [
+    ["push_hist", { id: "r0", v: 1 }], // a nested array reached by a read, written
+    ["keep_hist", { id: "r1" }], // a nested array kept in an instance field...
+    ["poke_hist", { v: 2 }], // ...written in a later call
+    ["alias", { from: "r2", to: "r3", v: 3 }], // one array in two records, written in the same call: both change
+    ["push_child", { id: "r3", v: 4 }], // a later call: r3 holds its own copy now, r2 is untouched
+    ["push_hist", { id: "r2", v: 5 }],
+    ["clone", { from: "r0", to: "r9", v: 6 }], // a shallow copy shares r0's hist: both change
+    ["push_hist", { id: "r9", v: 7 }], // a later call: r9 has its own copy
+    ["assign_kept", { id: "r1" }], // an object the env made and kept, written in the same call...
+    ["poke_kept", {}], // ...and in a later one: the state holds a copy by then (see reportRecord)
+    ["bump", { id: "r3" }],
+  ];
+  const hostRows = () => JSON.parse(s.stateJson()).rows;
+  for (const [name, args] of calls) {
+    const out = s.call(name, args);
+    expect(out.kind, name).toBe("result");
+    const dump = s.call("dump", {});
+    expect(dump.kind === "result" && JSON.parse(dump.json), `the guest's rows after ${name}`).toEqual(hostRows());
+    expect(s.stateHash()).toBe(StateBase.fromState(JSON.parse(s.stateJson())).hash().hex());
+  }
+  const rows = hostRows();
+  expect(rows.r0.hist).toEqual([1, 6]);
+  expect(rows.r1.hist).toEqual([2]);
+  expect(rows.r2.hist).toEqual([3, 5]);
+  expect(rows.r3.child).toEqual([3, 4]);
+  expect(rows.r9.hist).toEqual([1, 6, 7]);
+  expect(rows.r1.obj).toEqual({ deep: { list: ["same call"] } });
   s.dispose();
 });
 
