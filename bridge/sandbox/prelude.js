@@ -159,7 +159,9 @@
   function fail(message) { throw new TypeErrorCtor(message); }
   function unwrap(v) { return v !== null && typeof v === "object" && whas(toRaw, v) ? wget(toRaw, v) : v; }
 
-  function markDirty(coll, id) { coll.dirty[id] = true; }
+  // `touched`: the collection has something to report (every hot record is dirty too), so a call
+  // that wrote nothing in it costs the report a flag test, not two key lists and two new objects
+  function markDirty(coll, id) { coll.dirty[id] = true; coll.touched = true; }
 
   // Two ways a record's objects are tracked. A record the prelude owns (parsed from the host's text,
   // or copied at the end of a call) is tracked eagerly: as it comes in, every object in it is put
@@ -361,7 +363,7 @@
 
   function makeCollection(name) {
     const coll = {
-      name, loaded: ObjectCreate(null), deleted: ObjectCreate(null), dirty: ObjectCreate(null), hot: ObjectCreate(null), order: null, orderSet: null,
+      name, loaded: ObjectCreate(null), deleted: ObjectCreate(null), dirty: ObjectCreate(null), hot: ObjectCreate(null), touched: false, order: null, orderSet: null,
       // see populate: whether the target holds every key, and the keys whose record is not read yet
       populated: false, pending: ObjectCreate(null), unloaded: 0, target: null, handler: null, proxy: null, ownKeys: null,
     };
@@ -464,7 +466,7 @@
   // Top-level values that are plain objects or arrays are kept behind the same write-tracking
   // proxies as records (a pseudo-collection keyed by field name), so an unchanged field costs an
   // identity check per call, not a JSON.stringify that grows with the episode.
-  const TOP = { name: "", dirty: ObjectCreate(null), hot: ObjectCreate(null) };
+  const TOP = { name: "", dirty: ObjectCreate(null), hot: ObjectCreate(null), touched: false };
   const ObjectProto = Object.prototype;
 
   function collectionAt(key, v) {
@@ -507,10 +509,13 @@
       const v = instance[key];
       const coll = collectionAt(key, v);
       if (coll !== null) {
-        for (const id of ObjectKeys(coll.dirty)) reportRecord(coll, key, id, records);
-        for (const id of ObjectKeys(coll.hot)) if (!own(coll.dirty, id)) reportRecord(coll, key, id, records);
-        coll.dirty = ObjectCreate(null);
-        coll.hot = ObjectCreate(null);
+        if (coll.touched) {
+          for (const id of ObjectKeys(coll.dirty)) reportRecord(coll, key, id, records);
+          for (const id of ObjectKeys(coll.hot)) if (!own(coll.dirty, id)) reportRecord(coll, key, id, records);
+          coll.dirty = ObjectCreate(null);
+          coll.hot = ObjectCreate(null);
+          coll.touched = false;
+        }
         reported[key] = COLLECTION;
         continue;
       }
@@ -518,7 +523,7 @@
       const prev = last !== undefined && last !== COLLECTION ? last : null;
       const isObject = v !== null && typeof v === "object";
       // our own tracking proxy for this field, unchanged since the last report: nothing to do
-      if (prev !== null && prev.value === v && (!isObject || prev.tracked) && !own(TOP.dirty, key) && !own(TOP.hot, key)) continue;
+      if (prev !== null && prev.value === v && (!isObject || prev.tracked) && (!TOP.touched || (!own(TOP.dirty, key) && !own(TOP.hot, key)))) continue;
       const json = JSONStringify(v === undefined ? null : v);
       let value = v;
       let tracked = false;
@@ -539,8 +544,11 @@
     for (const key of ObjectKeys(reported)) {
       if (!seen[key]) { push(values, [key, null]); delete reported[key]; }
     }
-    TOP.dirty = ObjectCreate(null);
-    TOP.hot = ObjectCreate(null);
+    if (TOP.touched) {
+      TOP.dirty = ObjectCreate(null);
+      TOP.hot = ObjectCreate(null);
+      TOP.touched = false;
+    }
     return { records, values };
   }
 
