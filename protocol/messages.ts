@@ -137,7 +137,8 @@ export const RESULT_SCHEMAS = {
   close: z.object({ closed: z.literal(true) }),
   stats: z.looseObject({
     replica: z.number().int(), instance: z.string(), uptime_s: z.number(), sessions: z.number().int(), requests: z.number().int(), errors: z.number().int(),
-    in_flight: z.number().int(), hard_stops: z.number().int(), restored: z.number().int(), lost: z.number().int(), workers: z.array(z.number().int()),
+    in_flight: z.number().int(), hard_stops: z.number().int(), restored: z.number().int(), lost: z.number().int(), replayed_steps: z.number().int(), workers: z.array(z.number().int()),
+    snapshots: z.number().int(), snapshot_bytes: z.number().int(), quarantined: z.array(z.string()),
   }),
   snapshot: z.object({ snapshot_id: z.string(), step: z.number().int(), bytes: z.number().int(), state_hash: z.string() }),
   fork: ForkResultSchema,

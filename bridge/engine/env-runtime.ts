@@ -62,6 +62,8 @@ export interface RuntimeOptions {
    * @default 64
    */
   checkpointEvery?: number;
+  /** Told each time the watchdog stops an engine worker (for the replica's log): whose call overran, and how many episodes are being restored. */
+  onHardStop?: (event: { scenario_id: string | null; episode_id: string | null; restoring: number; snapshots_lost: number }) => void;
   /** Snapshots one episode may hold at once. @default 32 */
   maxSnapshotsPerEpisode?: number;
   /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
@@ -81,6 +83,8 @@ interface SnapshotRecord {
   stateHash: string;
   step: number;
   bytes: number;
+  /** Its engine worker was stopped, and the snapshot with it: kept only to say so until dropped (it no longer counts against any limit). */
+  lost?: boolean;
 }
 
 export interface ForkResult {
@@ -287,6 +291,17 @@ export class EnvRuntime {
     engine.pending.clear();
     const stuck = [...engine.episodes, ...unanswered.map((p) => p.episode)].find((rec) => rec.slot === culprit);
     if (stuck) this.noteHardStop(stuck.inputs.scenario_id);
+    let snapshotsLost = 0;
+    for (const snap of this.snapshots.values()) {
+      if (snap.engine !== engine || snap.lost) continue;
+      snap.lost = true;
+      this.snapshotBytes -= snap.bytes;
+      snapshotsLost++;
+    }
+    if (culprit !== null) {
+      const restoring = giveUp ? 0 : [...engine.episodes].filter((rec) => rec !== stuck).length;
+      this.options.onHardStop?.({ scenario_id: stuck?.inputs.scenario_id ?? null, episode_id: stuck?.id ?? null, restoring, snapshots_lost: snapshotsLost });
+    }
     for (const p of unanswered) {
       if (engine.episodes.has(p.episode)) continue;
       // a closed episode's sandbox and snapshots went with the worker, which is what close and drop ask for
@@ -585,7 +600,7 @@ export class EnvRuntime {
     const rec = this.episode(episodeId);
     const perEpisode = this.options.maxSnapshotsPerEpisode ?? 32;
     const total = this.options.maxSnapshotBytes ?? 1 << 30;
-    if (rec.snapshots.size >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
+    if ([...rec.snapshots].filter((s) => !s.lost).length >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
     if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (serve --max-snapshot-mb, maxSnapshotBytes ${total}); drop some`);
     const id = `snap-${randomUUID()}`;
     const value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as { step: number; bytes: number; state_hash: string };
@@ -611,7 +626,7 @@ export class EnvRuntime {
     if ("snapshot_id" in source) {
       const snap = this.snapshots.get(source.snapshot_id);
       if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
-      if (snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
+      if (snap.lost || snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
       ({ engine } = snap);
       inputs = structuredClone(snap.inputs);
       opening = snap.opening;
@@ -652,7 +667,7 @@ export class EnvRuntime {
     const snap = this.snapshots.get(snapshotId);
     if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
     // checked before the episode is closed: a snapshot lost with its worker must not take the episode with it
-    if (snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
+    if (snap.lost || snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
     const rec = this.episode(episodeId);
     // the episode's own snapshots outlive this (a restore is how one goes back to them)
     const kept = rec.snapshots;
@@ -676,6 +691,7 @@ export class EnvRuntime {
     if (!snap) return false;
     this.snapshots.delete(snapshotId);
     snap.owner.snapshots.delete(snap);
+    if (snap.lost) return true;
     this.snapshotBytes -= snap.bytes;
     if (!snap.owner.dead && snap.engine === snap.owner.engine && !snap.engine.stopping) await this.post(snap.engine, snap.owner, { op: "drop_snapshot", episode: snap.owner.id, snapshot: snapshotId });
     return true;
@@ -710,8 +726,8 @@ export class EnvRuntime {
     };
   }
 
-  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; snapshots: number; snapshot_bytes: number; quarantined: string[] } {
-    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: this.snapshots.size, snapshot_bytes: this.snapshotBytes, quarantined: [...this.quarantined.keys()] };
+  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; replayed_steps: number; snapshots: number; snapshot_bytes: number; quarantined: string[] } {
+    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: [...this.snapshots.values()].filter((s) => !s.lost).length, snapshot_bytes: this.snapshotBytes, quarantined: [...this.quarantined.keys()] };
   }
 
   async close(): Promise<void> {

@@ -48,6 +48,12 @@ test("hello, list_envs and list_scenarios answer in the documented shapes", asyn
   expect(await code(client.request("list_scenarios", { env_id: "" }))).toBe("bad_request");
 });
 
+test("stats answers in the documented shape, every counter of the runtime included", async () => {
+  const stats = RESULT_SCHEMAS.stats.parse(await client.request("stats"));
+  expect(stats).toMatchObject({ replica: 0, hard_stops: 0, restored: 0, lost: 0, replayed_steps: 0, snapshots: 0, snapshot_bytes: 0, quarantined: [] });
+  expect(stats).not.toHaveProperty("episodes"); // the wire's name for them is `sessions`
+});
+
 test("a reference solution over the wire scores 1.0; state, finish and close behave", async () => {
   const r = RESULT_SCHEMAS.reset.parse(await client.request("reset", { scenario_id: "notes-1", seed: 3 }));
   expect(r.observation.content).toMatch(/todo/);

@@ -82,7 +82,8 @@ test("a restore starts from the episode's checkpoint and re-runs only the steps 
   const twinUser = await OpenAIFixture.start([...replies, "# Reply:\nBye. ###STOP###"]);
   const userConfig = (f: OpenAIFixture) => ({ baseURL: f.baseURL, apiKey: "x", model: "m", maxRetries: 0 });
   const envs = [FIXTURES, join(FIXTURES, "..", "hostile")];
-  const workers = await EnvRuntime.start({ envs, workers: 1, hardStopGraceMs: 300, checkpointEvery: 3, user: userConfig(user) });
+  const stops: unknown[] = [];
+  const workers = await EnvRuntime.start({ envs, workers: 1, hardStopGraceMs: 300, checkpointEvery: 3, user: userConfig(user), onHardStop: (e) => stops.push(e) });
   const twin = await EnvRuntime.start({ envs, workers: 0, user: userConfig(twinUser) });
   try {
     const actions = [
@@ -104,6 +105,8 @@ test("a restore starts from the episode's checkpoint and re-runs only the steps 
     const theirs = await run(twin);
     // a checkpoint is taken after 3 steps (not awaited by the steps): both episodes have one by now
     const before = { a: workers.stateHash(mine.a), c: workers.stateHash(mine.c), state: await workers.state(mine.a) };
+    const held = await workers.snapshot(mine.a); // kept in the worker: lost with it
+    expect(workers.stats()).toMatchObject({ snapshots: 1, snapshot_bytes: held.bytes });
 
     const h = await workers.reset("hostile-1", 1);
     const hung = await workers.step(h.episode_id, { name: "native_hang", arguments: {} });
@@ -112,6 +115,12 @@ test("a restore starts from the episode's checkpoint and re-runs only the steps 
     expect([workers.stateHash(mine.a), workers.stateHash(mine.c)]).toEqual([before.a, before.c]);
     // notes-1 re-ran steps 4-5 (checkpoint at 3); notes-2 re-ran step 4 (checkpoint at 3): never all 9
     expect(workers.stats()).toMatchObject({ hard_stops: 1, restored: 2, lost: 1, replayed_steps: 3 });
+    expect(stops).toEqual([{ scenario_id: "hostile-1", episode_id: h.episode_id, restoring: 2, snapshots_lost: 1 }]);
+    // the snapshot went with the worker: it no longer counts against the limits, and says so if used
+    expect(workers.stats()).toMatchObject({ snapshots: 0, snapshot_bytes: 0 });
+    await expect(workers.fork({ snapshot_id: held.snapshot_id })).rejects.toMatchObject({ code: "unknown_snapshot", message: expect.stringMatching(/lost with its engine worker/) });
+    expect(await workers.dropSnapshot(held.snapshot_id)).toBe(true);
+    expect(workers.stats()).toMatchObject({ snapshots: 0, snapshot_bytes: 0 });
 
     // the restored episodes go on exactly as the twins that were never interrupted
     const next = { name: "roll", arguments: {} };
