@@ -726,8 +726,19 @@ export class EnvRuntime {
     };
   }
 
-  stats(): { episodes: number; workers: number[]; hard_stops: number; restored: number; lost: number; replayed_steps: number; snapshots: number; snapshot_bytes: number; quarantined: string[] } {
-    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots: [...this.snapshots.values()].filter((s) => !s.lost).length, snapshot_bytes: this.snapshotBytes, quarantined: [...this.quarantined.keys()] };
+  stats(): {
+    episodes: number;
+    workers: number[];
+    hard_stops: number;
+    restored: number;
+    lost: number;
+    replayed_steps: number;
+    snapshots: number;
+    snapshot_bytes: number;
+    quarantined: string[];
+  } {
+    const snapshots = [...this.snapshots.values()].filter((s) => !s.lost).length;
+    return { episodes: this.episodes.size, workers: this.engines.map((e) => e.episodes.size), ...this.counters, snapshots, snapshot_bytes: this.snapshotBytes, quarantined: [...this.quarantined.keys()] };
   }
 
   async close(): Promise<void> {
