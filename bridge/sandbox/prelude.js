@@ -200,7 +200,8 @@
   // boxes of python-format envs are frozen values, not containers: they stay as they are.
   function track(raw, coll, id, handler) {
     if (raw === null || typeof raw !== "object" || (pyValues !== null && pyValues.isFloat(raw))) return raw;
-    for (const k of ObjectKeys(raw)) {
+    for (let i = 0, all = ObjectKeys(raw); i < all.length; i++) {
+      const k = all[i];
       const v = raw[k];
       if (v !== null && typeof v === "object") raw[k] = track(v, coll, id, handler);
     }
@@ -310,7 +311,8 @@
     const allText = keys.length <= BULK_KEYS && pyValues === null ? hostRead("all", coll.name, "") : undefined;
     const all = allText === undefined ? null : JSONParse(allText);
     let index = false;
-    for (const k of keys) {
+    for (let j = 0; j < keys.length; j++) {
+      const k = keys[j];
       if (isIndexKey(k)) index = true;
       if (!own(coll.loaded, k) && all !== null && own(all, k)) trackRecord(coll, k, (coll.loaded[k] = all[k]));
       if (own(coll.loaded, k)) {
@@ -343,7 +345,7 @@
   function indexKeys(coll) {
     if (coll.orderSet === null) {
       const set = ObjectCreate(null);
-      for (const k of coll.order) set[k] = true;
+      for (let i = 0, all = coll.order; i < all.length; i++) { const k = all[i]; set[k] = true; }
       coll.orderSet = set;
     }
     return coll.orderSet;
@@ -356,7 +358,7 @@
   function removeKey(coll, id) {
     baseKeys(coll);
     const out = [];
-    for (const k of coll.order) if (k !== id) push(out, k);
+    for (let i = 0, all = coll.order; i < all.length; i++) { const k = all[i]; if (k !== id) push(out, k); }
     coll.order = out;
     if (coll.orderSet !== null) delete coll.orderSet[id];
   }
@@ -449,7 +451,8 @@
   function buildState(layout) {
     // layout: { keys: [top-level keys in order], collections: [names], values: {key: json} }
     const state = {};
-    for (const key of layout.keys) {
+    for (let i = 0, all = layout.keys; i < all.length; i++) {
+      const key = all[i];
       if (layout.collections.indexOf(key) >= 0) state[key] = makeCollection(key).proxy;
       else state[key] = parseStateText(layout.values[key]);
     }
@@ -463,6 +466,7 @@
   // {value, json, tracked}: the field's value then, its JSON, and whether it is our tracking proxy
   const COLLECTION = {};
   const reported = ObjectCreate(null);
+  let reportedCount = 0;
   // Top-level values that are plain objects or arrays are kept behind the same write-tracking
   // proxies as records (a pseudo-collection keyed by field name), so an unchanged field costs an
   // identity check per call, not a JSON.stringify that grows with the episode.
@@ -500,18 +504,26 @@
   // Reports every record written since the last report, with its current JSON (null = deleted),
   // and every top-level value whose JSON changed (null = removed). The host diffs against its own
   // copy, so reporting an unchanged record is harmless and missing a changed one is not.
+  // (Loops here and wherever guest code has run are indexed: `for...of` asks Array.prototype's
+  // iterator, which an env can replace, and allocates a result per element, ~1 µs a key here.)
   function collectChanges() {
     const records = [];
     const values = [];
-    const seen = ObjectCreate(null);
-    for (const key of ObjectKeys(instance)) {
-      seen[key] = true;
+    const keys = ObjectKeys(instance);
+    // every key ends up in `reported`; fewer known than were reported means some were removed
+    const before = reportedCount;
+    let known = 0;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
       const v = instance[key];
+      const last = reported[key];
+      if (last !== undefined) known++;
+      else reportedCount++;
       const coll = collectionAt(key, v);
       if (coll !== null) {
         if (coll.touched) {
-          for (const id of ObjectKeys(coll.dirty)) reportRecord(coll, key, id, records);
-          for (const id of ObjectKeys(coll.hot)) if (!own(coll.dirty, id)) reportRecord(coll, key, id, records);
+          for (let j = 0, ids = ObjectKeys(coll.dirty); j < ids.length; j++) { const id = ids[j]; reportRecord(coll, key, id, records); }
+          for (let j = 0, ids = ObjectKeys(coll.hot); j < ids.length; j++) { const id = ids[j]; if (!own(coll.dirty, id)) reportRecord(coll, key, id, records); }
           coll.dirty = ObjectCreate(null);
           coll.hot = ObjectCreate(null);
           coll.touched = false;
@@ -519,7 +531,6 @@
         reported[key] = COLLECTION;
         continue;
       }
-      const last = reported[key];
       const prev = last !== undefined && last !== COLLECTION ? last : null;
       const isObject = v !== null && typeof v === "object";
       // our own tracking proxy for this field, unchanged since the last report: nothing to do
@@ -541,8 +552,13 @@
       if (prev === null || json !== prev.json) push(values, [key, json]);
       reported[key] = { value, json, tracked };
     }
-    for (const key of ObjectKeys(reported)) {
-      if (!seen[key]) { push(values, [key, null]); delete reported[key]; }
+    if (known < before) {
+      const seen = ObjectCreate(null);
+      for (let i = 0; i < keys.length; i++) seen[keys[i]] = true;
+      for (let i = 0, all = ObjectKeys(reported); i < all.length; i++) {
+        const key = all[i];
+        if (!seen[key]) { push(values, [key, null]); delete reported[key]; reportedCount--; }
+      }
     }
     if (TOP.touched) {
       TOP.dirty = ObjectCreate(null);
@@ -556,12 +572,13 @@
     const names = [];
     let proto = ObjectGetPrototypeOf(obj);
     while (proto !== null && proto !== Object.prototype) {
-      for (const name of ObjectGetOwnPropertyNames(proto)) {
+      for (let i = 0, all = ObjectGetOwnPropertyNames(proto); i < all.length; i++) {
+        const name = all[i];
         if (name !== "constructor" && typeof ReflectGetOwnPropertyDescriptor(proto, name).value === "function" && names.indexOf(name) < 0) push(names, name);
       }
       proto = ObjectGetPrototypeOf(proto);
     }
-    for (const name of ObjectKeys(obj)) if (typeof obj[name] === "function" && names.indexOf(name) < 0) push(names, name);
+    for (let i = 0, all = ObjectKeys(obj); i < all.length; i++) { const name = all[i]; if (typeof obj[name] === "function" && names.indexOf(name) < 0) push(names, name); }
     return names;
   }
 
@@ -580,6 +597,7 @@
   function ok(value) { return JSONStringify({ ok: true, value }); }
 
   const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+  const validNames = ObjectCreate(null);
 
   const envOps = {
     init(className, layoutJson, optionsJson) {
@@ -593,13 +611,16 @@
       if (instance === null || typeof instance !== "object") fail("the env constructor did not return an object");
       // As EnvScaler does with setattr: the initial state's top-level keys become the instance's
       // fields whatever the constructor did, so collections stay the tracked, lazily loaded ones.
-      for (const key of layout.keys) instance[key] = state[key];
+      for (let i = 0, all = layout.keys; i < all.length; i++) { const key = all[i]; instance[key] = state[key]; }
       const changes = collectChanges();
       return { methods: methodNames(instance), changes };
     },
     call(name, argsJson) {
       if (instance === null) fail("env is not initialised");
-      if (typeof name !== "string" || !identifier.test(name) || name === "constructor") fail("invalid tool name");
+      if (validNames[name] !== true) {
+        if (typeof name !== "string" || !identifier.test(name) || name === "constructor") fail("invalid tool name");
+        validNames[name] = true; // a regex test per call cost more than the rest of a no-op call's dispatch
+      }
       const fn = instance[name];
       if (typeof fn !== "function") fail("tool " + name + " is not a method of the env");
       clockMs += tickMs;
@@ -642,7 +663,8 @@
   };
   function buildScoped(scope, layout) {
     const state = {};
-    for (const key of layout.keys) {
+    for (let i = 0, all = layout.keys; i < all.length; i++) {
+      const key = all[i];
       if (layout.collections.indexOf(key) >= 0) state[key] = makeCollection(scope + "/" + key).proxy;
       else state[key] = deepFreeze(JSONParse(layout.values[key]));
     }
