@@ -28,14 +28,14 @@ const SOURCE = `class Big {
   dump() { return JSON.parse(JSON.stringify(this.rows)); }
 }`;
 
-function bigBundle(rows: number, pad = 200): EnvBundle {
+function bigBundle(rows: number, pad = 200, source = SOURCE): EnvBundle {
   const state = { rows: Object.fromEntries(Array.from({ length: rows }, (_, i) => [`r${i}`, { n: i, hist: [], pad: "x".repeat(pad) }])), meta: { v: 1 } };
   const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "sum", "replace_all", "push_hist", "keep_hist", "poke_hist", "alias", "push_child", "clone", "assign_kept", "poke_kept", "dump"].map((name) => ({
     type: "function" as const,
     function: { name, description: name, parameters: { type: "object" as const, properties: {}, additionalProperties: true } },
   }));
   const manifest = EnvManifest.parse({ format: "envscaler.env/v1", id: "big-v1", name: "big", introduction: "big", class_name: "Big", tools, default_state: state });
-  return new EnvBundle("/virtual/big", manifest, SOURCE, state, new Map(), "hash");
+  return new EnvBundle("/virtual/big", manifest, source, state, new Map(), "hash");
 }
 
 function counting(base: StateBase): { base: StateBase; reads: () => number; bulk: () => number } {
@@ -147,6 +147,17 @@ test("the host's state is the guest's after every call: nested writes through re
   expect(rows.r3.child).toEqual([3, 4]);
   expect(rows.r9.hist).toEqual([1, 6, 7]);
   expect(rows.r1.obj).toEqual({ deep: { list: ["same call"] } });
+  s.dispose();
+});
+
+test("an env that replaces the array iterator (or Object.keys) cannot hide its writes from the change report", async () => {
+  // the prelude walks keys with indexed loops over functions it captured before env code ran
+  const patched = `Array.prototype[Symbol.iterator] = function* () {}; Object.keys = () => [];\n${SOURCE}`;
+  const bundle = bigBundle(3, 1, patched);
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+  const out = s.call("push_hist", { id: "r1", v: 9 });
+  expect(out.diff).toEqual([{ op: "add", path: "/rows/r1/hist/0", value: 9 }]);
+  expect(JSON.parse(s.stateJson()).rows.r1.hist).toEqual([9]);
   s.dispose();
 });
 
