@@ -154,7 +154,7 @@ export class EnvSession implements Disposable {
   call(name: string, args: Record<string, unknown>): CallOutcome {
     const out = this.sandbox.dispatch("call", name, JSON.stringify(args));
     if (!out.ok) return { kind: "error", error: out.error, diff: [] };
-    const v = readCall(out.value);
+    const v = readCall(out.value, out.trailer);
     const diff = this.tracker.apply(v.changes);
     if (v.error) return { kind: "error", error: v.error, diff };
     return v.text === undefined ? { kind: "result", json: v.result, diff } : { kind: "result", json: v.result, text: v.text, diff };
@@ -206,7 +206,7 @@ function readInit(v: unknown): { methods: string[]; changes: GuestChanges } {
   return { methods: o.methods, changes: readChanges(o.changes) };
 }
 
-function readCall(v: unknown): { result: string; text?: string; error?: { name: string; message: string }; changes: GuestChanges } {
+function readCall(v: unknown, trailer: string | undefined): { result: string; text?: string; error?: { name: string; message: string }; changes: GuestChanges } {
   const o = v as { result?: unknown; text?: unknown; error?: { name?: unknown; message?: unknown }; changes?: unknown } | null;
   if (o === null || typeof o !== "object") throw invalid("call report");
   const changes = readChanges(o.changes);
@@ -214,13 +214,14 @@ function readCall(v: unknown): { result: string; text?: string; error?: { name: 
     if (o.error === null || typeof o.error !== "object" || !isStr(o.error.name) || !isStr(o.error.message)) throw invalid("call report");
     return { result: "null", error: { name: o.error.name, message: o.error.message }, changes };
   }
-  if (!isStr(o.result) || (o.text !== undefined && !isStr(o.text))) throw invalid("tool result");
+  // the result JSON comes after the envelope (see the prelude's `trailer`)
+  if (trailer === undefined || (o.text !== undefined && !isStr(o.text))) throw invalid("tool result");
   try {
-    JSON.parse(o.result);
+    JSON.parse(trailer);
   } catch {
     throw invalid("tool result");
   }
-  return o.text === undefined ? { result: o.result, changes } : { result: o.result, text: o.text, changes };
+  return o.text === undefined ? { result: trailer, changes } : { result: trailer, text: o.text, changes };
 }
 
 export { SandboxFault };

@@ -595,6 +595,9 @@
   }
 
   function ok(value) { return JSONStringify({ ok: true, value }); }
+  // A tool's result JSON goes after the envelope, behind a U+001E (a control character, which JSON text never holds raw),
+  // instead of inside it as a string: escaping it again cost ~20 µs for a 4 KB result.
+  let trailer = null;
 
   const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
   const validNames = ObjectCreate(null);
@@ -639,7 +642,9 @@
         catch (e) { threw = errorInfo(e); threw.message = "the tool's return value is not JSON: " + threw.message; }
       }
       const changes = collectChanges();
-      return threw === null ? { result: resultJson, text, changes } : { error: threw, changes };
+      if (threw !== null) return { error: threw, changes };
+      trailer = resultJson;
+      return { text, changes };
     },
     methods() { return methodNames(instance); },
     draws() { return draws; },
@@ -679,9 +684,11 @@
   // The one entry point the host calls. Always returns a JSON string, so the host never walks guest
   // objects; guest exceptions become {ok:false}. Interrupts and OOM escape by design.
   return function dispatch(op, x, y, z) {
+    trailer = null;
     try {
       if (!own(ops, op)) fail("unknown op " + op);
-      return ok(ops[op](x, y, z));
+      const envelope = ok(ops[op](x, y, z));
+      return trailer === null ? envelope : envelope + "\u001e" + trailer;
     } catch (e) {
       return JSONStringify({ ok: false, error: errorInfo(e) });
     }

@@ -32,7 +32,8 @@ export interface SandboxOptions extends SandboxConfig {
 }
 
 /** What a guest op returned: a value, or the exception the guest code threw. */
-export type GuestResult = { ok: true; value: unknown } | { ok: false; error: { name: string; message: string } };
+/** `trailer`: text the op put after its envelope (a tool call's result JSON, kept out of the envelope so it is not escaped twice). */
+export type GuestResult = { ok: true; value: unknown; trailer?: string } | { ok: false; error: { name: string; message: string } };
 
 /**
  * Told when a guest call starts and ends, with the call's deadline. The engine worker publishes this
@@ -412,16 +413,20 @@ export class Sandbox implements Disposable {
     // The envelope is built by the prelude with functions captured before guest code ran, but the
     // values inside pass through whatever the guest did to its realm (a patched toJSON, say): trust
     // only what validates.
+    // JSON text never holds a raw control character: the first U+001E ends the envelope (a NUL would
+    // end the C string the text is read from)
+    const cut = text.indexOf("\u001e");
+    const trailer = cut < 0 ? undefined : text.slice(cut + 1);
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = JSON.parse(cut < 0 ? text : text.slice(0, cut));
     } catch {
       throw this.poison(new SandboxFault("env_output_invalid", `${op}: the sandbox answered with text that is not JSON`));
     }
     const r = parsed as { ok?: unknown; value?: unknown; error?: { name?: unknown; message?: unknown } };
     if (r !== null && typeof r === "object" && r.ok === true && "value" in r) {
       if (this.recipe) this.keepInRecipe(this.recipe, op, args, r.value);
-      return { ok: true, value: r.value };
+      return trailer === undefined ? { ok: true, value: r.value } : { ok: true, value: r.value, trailer };
     }
     this.recipe = null;
     if (r !== null && typeof r === "object" && r.ok === false && r.error !== null && typeof r.error === "object" && typeof r.error.name === "string" && typeof r.error.message === "string") {

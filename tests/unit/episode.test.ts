@@ -271,3 +271,14 @@ test("action_methods: the env is told where an action of several calls starts an
   open.push(bad);
   await expect(bad.reset()).rejects.toThrow(/no method _gone \(the manifest's action_methods.end\)/);
 });
+
+test("a tool result with control characters (the envelope's separator and NUL included) reaches the agent exactly", async () => {
+  const text = "a\u001eb\u0000c\u001fd\n";
+  const b = inlineBundle("ctl", "Ctl", `class Ctl { constructor(s) { Object.assign(this, s); } odd() { return { text: ${JSON.stringify(text)}, nested: ["\\u001e"] }; } }`, ["odd"], { items: {} });
+  const e = new Episode({ bundle: b, scenario: b.scenario("ctl-1")!, seed: 1, episodeId: "ctl" });
+  open.push(e);
+  await e.reset();
+  const r = await e.step({ name: "odd", arguments: {} });
+  expect(r.info.error).toBeUndefined();
+  expect(JSON.parse(r.observation.content)).toEqual({ text, nested: ["\u001e"] });
+});
