@@ -170,9 +170,11 @@
   // time): a call costs what it writes. An object the env assigns into the state is the env's own
   // (it may still hold it and its parts), so it is not rewritten: its reads are wrapped as they
   // happen (`wrap`), and its record, marked hot, is reported and replaced by an eagerly tracked
-  // copy at the end of the call (see reportRecord).
-  function recordHandler(coll, id) {
-    return {
+  // copy at the end of the call (see reportRecord). The handler below serves both (`lazy` adds the
+  // `get` trap); a tracking proxy met inside an env's object (a part of another record it put
+  // there) is handed out as it is, so a write through it marks the record it belongs to.
+  function recordHandler(coll, id, lazy) {
+    const handler = {
       set(t, key, value) {
         if (readOnly) fail("state is read-only here");
         markDirty(coll, id);
@@ -194,6 +196,13 @@
       },
       setPrototypeOf() { return false; },
     };
+    if (lazy) {
+      handler.get = (t, key) => {
+        const v = t[key];
+        return v === null || typeof v !== "object" || whas(toRaw, v) ? v : wrap(v, coll, id);
+      };
+    }
+    return handler;
   }
 
   // `raw` (a tree the prelude owns) tracked eagerly, with one handler for the whole record. Float
@@ -213,42 +222,17 @@
   // A record the prelude owns, tracked eagerly; its proxy is the one every read of it returns.
   function trackRecord(coll, id, raw) {
     if (raw === null || typeof raw !== "object") return raw;
-    const proxy = track(raw, coll, id, recordHandler(coll, id));
+    const proxy = track(raw, coll, id, recordHandler(coll, id, false));
     if (proxy !== raw) wset(rawToProxy, raw, proxy);
     return proxy;
   }
 
-  // Lazy tracking of an object the env assigned (see above): any write marks the record dirty;
-  // values read are wrapped too.
+  // Lazy tracking of an object the env assigned (see above).
   function wrap(raw, coll, id) {
     if (raw === null || typeof raw !== "object") return raw;
     const existing = wget(rawToProxy, raw);
     if (existing !== undefined) return existing;
-    const handler = {
-      get(t, key) {
-        const v = t[key];
-        return v === null || typeof v !== "object" ? v : wrap(v, coll, id);
-      },
-      set(t, key, value) {
-        if (readOnly) fail("state is read-only here");
-        markDirty(coll, id);
-        if (value !== null && typeof value === "object") coll.hot[id] = true;
-        return ReflectSet(t, key, unwrap(value));
-      },
-      deleteProperty(t, key) {
-        if (readOnly) fail("state is read-only here");
-        markDirty(coll, id);
-        return ReflectDelete(t, key);
-      },
-      defineProperty(t, key, desc) {
-        if (readOnly) fail("state is read-only here");
-        markDirty(coll, id);
-        if (desc.value !== null && typeof desc.value === "object") coll.hot[id] = true;
-        if (own(desc, "value")) desc.value = unwrap(desc.value);
-        return ReflectDefineProperty(t, key, desc);
-      },
-      setPrototypeOf() { return false; },
-    };
+    const handler = recordHandler(coll, id, true);
     const proxy = new ProxyCtor(raw, handler);
     wset(rawToProxy, raw, proxy);
     wset(toRaw, proxy, raw);

@@ -25,12 +25,13 @@ const SOURCE = `class Big {
   clone({ from, to, v }) { this.rows[to] = { ...this.rows[from] }; this.rows[to].hist.push(v); return true; }
   assign_kept({ id }) { const o = { deep: { list: [] } }; this.rows[id].obj = o; o.deep.list.push("same call"); this.keptObj = o; return true; }
   poke_kept() { this.keptObj.deep.list.push("later call"); return true; }
+  alias_new({ from, to, v }) { this.rows[to] = { n: 0, hist: [] }; this.rows[to].child = this.rows[from].hist; this.rows[to].child.push(v); return true; }
   dump() { return JSON.parse(JSON.stringify(this.rows)); }
 }`;
 
 function bigBundle(rows: number, pad = 200, source = SOURCE): EnvBundle {
   const state = { rows: Object.fromEntries(Array.from({ length: rows }, (_, i) => [`r${i}`, { n: i, hist: [], pad: "x".repeat(pad) }])), meta: { v: 1 } };
-  const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "sum", "replace_all", "push_hist", "keep_hist", "poke_hist", "alias", "push_child", "clone", "assign_kept", "poke_kept", "dump"].map((name) => ({
+  const tools = ["get", "bump", "keep", "poke", "insert", "drop", "count", "sum", "replace_all", "push_hist", "keep_hist", "poke_hist", "alias", "push_child", "clone", "assign_kept", "poke_kept", "alias_new", "dump"].map((name) => ({
     type: "function" as const,
     function: { name, description: name, parameters: { type: "object" as const, properties: {}, additionalProperties: true } },
   }));
@@ -131,6 +132,7 @@ test("the host's state is the guest's after every call: nested writes through re
     ["assign_kept", { id: "r1" }], // an object the env made and kept, written in the same call...
     ["poke_kept", {}], // ...and in a later one: the state holds a copy by then (see reportRecord)
     ["bump", { id: "r3" }],
+    ["alias_new", { from: "r1", to: "r7", v: 8 }], // a new record holding another's array, written through the new one
   ];
   const hostRows = () => JSON.parse(s.stateJson()).rows;
   for (const [name, args] of calls) {
@@ -142,7 +144,8 @@ test("the host's state is the guest's after every call: nested writes through re
   }
   const rows = hostRows();
   expect(rows.r0.hist).toEqual([1, 6]);
-  expect(rows.r1.hist).toEqual([2]);
+  expect(rows.r1.hist).toEqual([2, 8]);
+  expect(rows.r7.child).toEqual([2, 8]);
   expect(rows.r2.hist).toEqual([3, 5]);
   expect(rows.r3.child).toEqual([3, 4]);
   expect(rows.r9.hist).toEqual([1, 6, 7]);
