@@ -626,7 +626,7 @@ export class EnvRuntime {
     if ("snapshot_id" in source) {
       const snap = this.snapshots.get(source.snapshot_id);
       if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
-      if (snap.lost || snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
+      if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
       ({ engine } = snap);
       inputs = structuredClone(snap.inputs);
       opening = snap.opening;
@@ -667,7 +667,7 @@ export class EnvRuntime {
     const snap = this.snapshots.get(snapshotId);
     if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
     // checked before the episode is closed: a snapshot lost with its worker must not take the episode with it
-    if (snap.lost || snap.engine !== snap.owner.engine || snap.owner.dead || snap.engine.stopping) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
+    if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
     const rec = this.episode(episodeId);
     // the episode's own snapshots outlive this (a restore is how one goes back to them)
     const kept = rec.snapshots;
@@ -686,6 +686,11 @@ export class EnvRuntime {
     return snap ? { scenario_id: snap.inputs.scenario_id, episode_id: snap.owner.id, step: snap.step, state_hash: snap.stateHash, bytes: snap.bytes } : null;
   }
 
+  /** Whether the snapshot's image still exists: its engine worker was not stopped (nor is being stopped). */
+  private held(snap: SnapshotRecord): boolean {
+    return !snap.lost && snap.engine === snap.owner.engine && !snap.owner.dead && !snap.engine.stopping;
+  }
+
   async dropSnapshot(snapshotId: string): Promise<boolean> {
     const snap = this.snapshots.get(snapshotId);
     if (!snap) return false;
@@ -693,7 +698,7 @@ export class EnvRuntime {
     snap.owner.snapshots.delete(snap);
     if (snap.lost) return true;
     this.snapshotBytes -= snap.bytes;
-    if (!snap.owner.dead && snap.engine === snap.owner.engine && !snap.engine.stopping) await this.post(snap.engine, snap.owner, { op: "drop_snapshot", episode: snap.owner.id, snapshot: snapshotId });
+    if (this.held(snap)) await this.post(snap.engine, snap.owner, { op: "drop_snapshot", episode: snap.owner.id, snapshot: snapshotId });
     return true;
   }
 
