@@ -18,6 +18,9 @@ interface Hosted {
   repliesSent: number;
 }
 
+/** Tells one episode's simulated-user calls apart in the user cache: the same for the episode resumed from a checkpoint. */
+const userSalt = (scenarioId: string, seed: number): string => `${scenarioId}|${seed}`;
+
 class RequestError extends Error {
   constructor(
     readonly code: string,
@@ -115,7 +118,7 @@ export class EngineHost {
     if (from) {
       const o = this.episodeOptions(req.episode, from.scenarioId);
       const resume = (c: UserConversation) =>
-        req.user ? OpenAIUserSimulator.resume(o.scenario.task, o.scenario.user_instructions ?? "", req.user, { messages: c.messages, prefill: [...c.prefill, ...inputs.user_replies] }, `${o.scenario.id}|${from.seed}`) : undefined;
+        req.user ? OpenAIUserSimulator.resume(o.scenario.task, o.scenario.user_instructions ?? "", req.user, { messages: c.messages, prefill: [...c.prefill, ...inputs.user_replies] }, userSalt(o.scenario.id, from.seed)) : undefined;
       const snap = fromPortable(from, bundleStateBase(o.bundle, o.scenario.id), resume);
       episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(from.seed) }, snap);
     } else {
@@ -138,7 +141,7 @@ export class EngineHost {
   private makeEpisode(episodeId: string, scenarioId: string, seed: number, user: UserSimulatorConfig | null, prefill: string[] = []): Episode {
     const o = this.episodeOptions(episodeId, scenarioId);
     let sim: UserSimulator | undefined;
-    if (o.scenario.mode === "conversation" && user) sim = new OpenAIUserSimulator(o.scenario.task, o.scenario.user_instructions ?? "", user, prefill, `${o.scenario.id}|${seed}`);
+    if (o.scenario.mode === "conversation" && user) sim = new OpenAIUserSimulator(o.scenario.task, o.scenario.user_instructions ?? "", user, prefill, userSalt(o.scenario.id, seed));
     return new Episode({ bundle: o.bundle, scenario: o.scenario, seed, episodeId, user: sim, reference: () => o.reference(seed) });
   }
 
