@@ -139,6 +139,7 @@ class Agent:
             msgs = [dict(m) for m in prefix]
             transcript = Transcript.from_messages(msgs, tools or (), steps=sum(m.get("role") == "assistant" for m in msgs))
         res = EpisodeResult(scenario_id=str(env.scenario_id or transcript.info.get("scenario_id") or ""), seed=transcript.info.get("seed"))
+        env.transcript = transcript.copy()  # the env's own record of this episode continues from the prefix too
         return await self._play(env, res, transcript)
 
     async def _play(self, env: AsyncEnvScalerEnv, res: EpisodeResult, prefix: Transcript | None) -> EpisodeResult:
