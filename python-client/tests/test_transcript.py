@@ -6,7 +6,6 @@ import asyncio
 import json
 
 import pytest
-from user_sim import scripted_user
 
 import envscaler
 from envscaler import Agent, AsyncEnvScalerEnv, EnvScalerEnv, EnvScalerVectorEnv, ForkPoint, Transcript, VectorTranscripts, fork_point
@@ -14,6 +13,7 @@ from envscaler.async_bridge_client import AsyncBridgeClient
 from envscaler.transcript import slot_info, system_prompt
 
 from helpers import NOTES_ENVS, REFERENCE_ACTIONS, start_bridge
+from user_sim import scripted_user
 
 #: notes-1 in two steps: both reference calls at once (parallel), then the closing reply
 PARALLEL = {
