@@ -12,7 +12,7 @@ from envscaler import Agent, AsyncEnvScalerEnv, EnvScalerEnv, EnvScalerVectorEnv
 from envscaler.async_bridge_client import AsyncBridgeClient
 from envscaler.transcript import slot_info, system_prompt
 
-from helpers import NOTES_ENVS, REFERENCE_ACTIONS, start_bridge
+from helpers import BUNDLED_ENVS, NOTES_ENVS, REFERENCE_ACTIONS, REPO, start_bridge
 from user_sim import scripted_user
 
 #: notes-1 in two steps: both reference calls at once (parallel), then the closing reply
@@ -244,3 +244,21 @@ def test_agent_run_continues_any_env_holding_a_fork_from_plain_messages(bridge):
     with pytest.raises(ValueError, match="not both"):
         asyncio.run(envscaler.rollout(bridge, _continuing([]), ["notes-1"], start_from=point))
     assert Transcript.from_messages(source.messages, steps=1).messages("prompt") == source.messages  # a given prefix is kept as given
+
+
+def test_the_grpo_from_fork_example_runs_a_group_with_differing_rewards():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("grpo_from_fork", REPO / "python-client" / "examples" / "grpo_from_fork.py")
+    assert spec and spec.loader
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    reference = example.reference_actions("library-1")
+    with start_bridge(envs=[BUNDLED_ENVS / "library"], replicas=2) as b:
+        rows = example.grpo_group(b.endpoints, "library-1", fork_after=2, group=8, slip=0.3, seed=1)
+        clean = example.grpo_group(b.endpoints, "library-1", fork_after=2, group=2, slip=0.0, seed=1)
+    assert len(rows) == 8 and all(r["prefix_messages"] == 2 + 2 * 2 for r in rows)
+    # a continuation that played the rest of the solution succeeded; one that slipped stopped early with less
+    assert all((r["reward"] == 1.0) == (r["steps"] == len(reference) + 1) for r in rows)
+    assert len({r["reward"] for r in rows}) > 1 and abs(sum(r["advantage"] for r in rows)) < 1e-9
+    assert [(r["reward"], r["steps"]) for r in clean] == [(1.0, len(reference) + 1)] * 2
