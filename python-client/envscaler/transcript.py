@@ -153,7 +153,17 @@ def observation_messages(assistant: Mapping[str, Any], observation: Mapping[str,
     return [{"role": "user", "content": content}]
 
 
-@dataclass
+def _copied(value: Any) -> Any:
+    """A copy of an action's dicts and lists (the caller may reuse its objects); strings and
+    numbers are shared. Cheaper than ``copy.deepcopy``: this runs on every step."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    return value
+
+
+@dataclass(slots=True)
 class _Step:
     action: Any
     content: str
@@ -212,13 +222,14 @@ class Transcript:
     def record(self, action: Any, observation: str, terminated: bool, truncated: bool, info: Mapping[str, Any]) -> None:
         """Records a step: the action sent and the step's result (content, flags, info)."""
         full = info.get("observation")
+        # the observation and calls are the env's own fresh objects (a new info per step): kept as they are
         self.steps.append(
             _Step(
-                action=copy.deepcopy(action),
+                action=_copied(action),
                 content=observation,
-                observation=dict(full) if isinstance(full, Mapping) else {"content": observation},
+                observation=full if isinstance(full, dict) else {"content": observation},
                 ended=bool(terminated or truncated),
-                tool_calls=list(info.get("tool_calls") or []),
+                tool_calls=info.get("tool_calls") or [],
             )
         )
 
@@ -235,7 +246,7 @@ class Transcript:
         elif self.info or self.observation:
             out = start_messages(self.observation, self.info, mode, instructions)
         else:
-            return []
+            out = []  # no reset recorded (an env that was handed a session): the steps it saw
         for s in self.steps:
             assistant = assistant_message(s.action, {"tool_calls": s.tool_calls})
             out.append(assistant)

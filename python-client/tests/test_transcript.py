@@ -262,3 +262,19 @@ def test_the_grpo_from_fork_example_runs_a_group_with_differing_rewards():
     assert all((r["reward"] == 1.0) == (r["steps"] == len(reference) + 1) for r in rows)
     assert len({r["reward"] for r in rows}) > 1 and abs(sum(r["advantage"] for r in rows)) < 1e-9
     assert [(r["reward"], r["steps"]) for r in clean] == [(1.0, len(reference) + 1)] * 2
+
+
+def test_a_transcript_without_a_reset_keeps_the_steps_it_saw_and_copies_are_independent():
+    tr = Transcript()
+    assert tr.messages() == []
+    action = {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "type": "function", "function": {"name": "roll", "arguments": "{}"}}]}
+    result = {"tool_call_id": "x", "name": "roll", "content": "7", "ok": True}
+    info = {"step": 4, "tool_calls": [{"id": "x", "name": "roll", "arguments": {}}], "observation": {"role": "tool", "content": "7", "tool_results": [result]}}
+    tr.record(action, "7", False, False, info)
+    action["tool_calls"][0]["id"] = "changed later by the caller"
+    assert tr.messages() == [{**action, "tool_calls": [{**action["tool_calls"][0], "id": "x"}]}, {"role": "tool", "tool_call_id": "x", "name": "roll", "content": "7"}]
+    twin = tr.copy()
+    twin.record("done", "bye", True, False, {"step": 5, "observation": {"role": "user", "content": "bye"}})
+    assert len(twin.messages()) == 3 and len(tr.messages()) == 2 and twin.ended and not tr.ended
+    with pytest.raises(ValueError, match="mode"):
+        tr.messages("xml")  # type: ignore[arg-type]
