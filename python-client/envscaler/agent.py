@@ -8,6 +8,12 @@ results), ``tools`` the env's OpenAI function schemas, and the reply either raw 
 it cannot read comes back as an observation the policy sees next, and is counted.
 
     results = await envscaler.rollout(bridge.endpoints, my_policy, ["library-*"], trials=4)
+
+From a mid-episode state (GRPO groups): ``rollout(bridge, policy, start_from=envscaler.fork_point(env),
+trials=8)`` forks the episode ``env`` is playing and continues each fork from its conversation so
+far (``Agent.run(env, prefix=...)`` for one env holding a fork). The messages are built by
+``envscaler.transcript`` (the envs' own ``env.messages`` use the same functions);
+``envscaler.tokens.render`` turns a result into token ids and a loss mask.
 """
 
 from __future__ import annotations
