@@ -149,6 +149,22 @@ test("`npx envscaler serve`: a SIGTERM (or SIGKILL) to npx ends the serve proces
   }
 }, 420_000);
 
+test("`npx envscaler ui`: a SIGTERM to npx ends the ui process (its replays and episodes run on threads, no child processes)", async () => {
+  expect(existsSync(join(ROOT, "dist", "cli", "main.js")), "npx runs the build: `npm run build` first (npm test does)").toBe(true);
+  let out = "";
+  const npx = spawn("npx", ["envscaler", "ui", "--port", "0", "--envs", FIXTURES, "--trajectories", tmp()], { cwd: ROOT, stdio: ["ignore", "pipe", "ignore"] });
+  started.push(npx);
+  npx.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  await waitFor(() => out.includes('{"ui":'), 180_000, "npx envscaler ui printed no url");
+  // npm -> sh -c -> node …/envscaler ui
+  const ui = children(npx.pid!).flatMap(children).filter((p) => / ui --port 0/.test(cmdline(p)));
+  expect(ui).toHaveLength(1);
+  expect(children(ui[0]!)).toEqual([]);
+  const procs = identities(ui);
+  npx.kill("SIGTERM");
+  await expectGone(procs, "after SIGTERM to npx: the ui process");
+}, 240_000);
+
 test("`serve --parent-pid`: serve stops when that process ends, and removes its --remove-if-orphaned folder", async () => {
   const owner = spawn("sleep", ["600"]);
   started.push(owner);
