@@ -21,24 +21,25 @@ interface ProcInfo {
   ppid: number;
   /** Start time in clock ticks since boot: tells a process from a later one that reuses its pid. */
   start: string;
-  cmdline: string;
 }
 
-/** A process's identity from /proc (Linux); null when it does not exist or /proc is absent. */
+/** A process's identity from /proc/PID/stat (Linux); null when it does not exist or /proc is absent. */
 function procInfo(pid: number): ProcInfo | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // the command name (field 2) is in parentheses and may contain anything: split after it
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    let cmdline = "";
-    try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
-    } catch {
-      // a zombie has no command line; its state says enough
-    }
-    return { comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), state: fields[0]!, ppid: Number(fields[1]), start: fields[19]!, cmdline };
+    return { comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), state: fields[0]!, ppid: Number(fields[1]), start: fields[19]! };
   } catch {
     return null;
+  }
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+  } catch {
+    return "";
   }
 }
 
@@ -54,7 +55,8 @@ export function npmChain(env: NodeJS.ProcessEnv = process.env): number[] {
     if (!p) return [];
     chain.push(pid);
     // npm sets its title to `npm exec …` / `npm run …`; before it does, its argv names npm-cli.js
-    if (p.cmdline.startsWith("npm ") || /\bnp[mx]-cli\.js\b/.test(p.cmdline)) return chain;
+    const cmd = cmdline(pid);
+    if (cmd.startsWith("npm ") || /\bnp[mx]-cli\.js\b/.test(cmd)) return chain;
     if (!SHELLS.has(p.comm)) return []; // started by something else that merely inherited npm's env
     pid = p.ppid;
   }
