@@ -152,6 +152,13 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
 
     if (!scenario.reference_actions) {
       report.warnings.push(`${label}: no reference_actions, so solvability is not checked`);
+      if (scenario.checks.length && !nothing.result.info.error) {
+        // nothing to leave out, but a random agent can still be tried against the checks
+        progress(`${label}: probing whether a random agent passes the checks`);
+        const probe = await probeGaming(bundle, scenario, refs, []);
+        report.probes[scenario.id] = probe;
+        reportProbe(label, 0, probe, report);
+      }
       continue;
     }
     progress(`${label}: the reference solution`);

@@ -182,3 +182,13 @@ test("the gaming probes are seeded: two runs report the same", async () => {
   const b = await checkBundle(loadBundle(dir));
   expect(a.probes).toEqual(b.probes);
 });
+
+test("gaming probes: a scenario without a reference solution is still tried by the random agent", async () => {
+  const dir = brokenCopy((f) => {
+    f.scenarios = [{ id: "notes-1", env_id: "notes-v1", task: "Delete n1.", checks: [{ description: "n1 gone", source: "({final}) => final.notes.n1 === undefined" }] }];
+  });
+  const report = await checkBundle(loadBundle(dir));
+  expect(report.warnings.join("\n")).toMatch(/no reference_actions/);
+  expect(report.problems.join("\n")).toMatch(/notes-1: a random agent reached reward 1.0/);
+  expect(report.probes["notes-1"]!.dropped).toBe(0);
+});
