@@ -98,14 +98,12 @@ class EnvScalerTextEnv(_Base):  # type: ignore[misc]  # the base is chosen at im
         self.turns += 1
         r = self._episode.step(action)  # raises EpisodeInfrastructureError
         if r is None:  # stepped after the end
-            end = self._episode.finish()
-            return {"observations": [], "reward": end.reward, "done": True, "metadata": {"end_reason": end.end_reason}}
+            over = self._episode.finish()
+            return {"observations": [], "reward": over.reward, "done": True, "metadata": {"end_reason": over.end_reason}}
         obs = r.get("observation") or {}
         results = obs.get("tool_results") or []
-        if results:
-            observations = [{"role": "tool", "content": str(t.get("content", ""))} for t in results]
-        else:
-            observations = [{"role": "user", "content": str(obs.get("content", ""))}]
+        # a tool message per call result; a simulated user's reply (or an unreadable action's error) as a user turn
+        observations = [{"role": "tool", "content": str(t.get("content", ""))} for t in results] or [{"role": "user", "content": str(obs.get("content", ""))}]
         end = self._episode.end
         metadata: dict[str, Any] = {"step": (r.get("info") or {}).get("step")}
         if end is None:
