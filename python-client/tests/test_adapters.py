@@ -139,3 +139,18 @@ def test_register_roll_through_gem_make(bridge):
         conv.close()
     with pytest.raises(ValueError, match="endpoint"):
         gem.make("envscaler_conv_env", endpoint=None)
+
+
+def test_importing_envscaler_imports_no_trainer():
+    """Each trainer is an optional extra: `import envscaler` (and the TRL adapter, which needs TRL only
+    when a trainer runs it) must not import one, nor torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, envscaler, envscaler.adapters, envscaler.adapters.trl, envscaler.adapters.bridge_episode\n"
+        "heavy = ('trl', 'torch', 'transformers', 'datasets', 'skyrl_gym', 'openrlhf', 'verifiers', 'verl', 'gem')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
