@@ -69,7 +69,7 @@ def test_schemas_equal_what_transformers_builds(train_bridge):
                     if all("description" in p for p in params.get("properties", {}).values()) and list(params.get("required", [])) == [
                         p for p in params.get("properties", {}) if p in params.get("required", [])
                     ]:
-                        assert got == tool, (env_id, tool["function"]["name"])
+                        assert got == same, (env_id, tool["function"]["name"])
             instance._close()
         assert exact >= total // 2, (exact, total)
         memo = envs.env_classes["memo-v1"]()
