@@ -25,4 +25,16 @@ if [ -f python-client/pyproject.toml ]; then
   .venv/bin/python -m pytest -q python-client/tests
   # envscaler.ray on a real 3-raylet Ray cluster (opt-in mark `ray`, ~1.5 min on 2 cores)
   .venv/bin/python -m pytest -q python-client/tests -m ray
+  # the trainer adapters inside the real trainers (opt-in mark `trainers`), one job in a venv of its
+  # own: python-client[train] pins torch (~6 GB, the CUDA build PyPI has; it runs on CPU), TRL,
+  # skyrl-gym and verifiers, whose pins (mcp==2.0.0, openai<3) [test] cannot share. openrlhf goes in
+  # without its dependencies (vLLM, DeepSpeed and flash-attn need a GPU); its agent module needs
+  # only aiohttp and pylatexenc besides torch and transformers.
+  started=$(date +%s)
+  [ -x .venv-train/bin/python ] || python3 -m venv .venv-train
+  .venv-train/bin/pip install -q -e "python-client[train]"
+  .venv-train/bin/pip install -q --no-deps "openrlhf==0.11.2" "pylatexenc==2.10"
+  installed=$(date +%s)
+  HF_HUB_OFFLINE=1 .venv-train/bin/python -m pytest -q python-client/tests -m trainers
+  echo "trainer suite: install $((installed - started)) s, tests $(($(date +%s) - installed)) s"
 fi

@@ -111,3 +111,46 @@ def test_gem_reference_episode(bridge):
         assert env.step(env.sample_random_action())[2] is True
     finally:
         env.close()
+
+
+def test_register_roll_through_gem_make(bridge):
+    gem = pytest.importorskip("gem", reason="the ROLL registration test needs gem-llm (python-client[test])")
+    from envscaler.adapters.roll import ROLL_ENV_IDS, register_roll
+
+    assert register_roll(bridge.endpoints[0]) == list(ROLL_ENV_IDS)
+    # what EnvScaler's env manager does: gem.make(env_id, **its yaml's env config), then reset/step
+    env = gem.make("envscaler_non_conv_env", data_path="ignored/by/the/bridge.json")
+    try:
+        assert isinstance(env, EnvScalerRollEnv) and env.env_id == "envscaler_non_conv_env"
+        modes = {s["scenario_id"]: s.get("mode", "task") for s in env.client.list_scenarios()}
+        assert env.task_items and all(modes[t["scenario_id"]] == "task" for t in env.task_items)
+        index = [t["scenario_id"] for t in env.task_items].index("notes-1")
+        obs, info = env.reset(seed=1, task_index=index)
+        assert obs == {"type": "user", "content": NOTES_1_TASK} and info["env_introduction"] == EXPECTED_INTRO
+        for action in REFERENCE_ACTIONS:
+            assert env.step(action)[0]["type"] == "tool"
+        assert env.step({"name": "chat_with_user", "arguments": {"content": FINAL_REPLY}})[1:3] == (1.0, True)
+    finally:
+        env.close()
+    conv = gem.make("envscaler_conv_env")
+    try:
+        assert [t["scenario_id"] for t in conv.task_items] == ["notes-2"]
+    finally:
+        conv.close()
+    with pytest.raises(ValueError, match="endpoint"):
+        gem.make("envscaler_conv_env", endpoint=None)
+
+
+def test_importing_envscaler_imports_no_trainer():
+    """Each trainer is an optional extra: `import envscaler` (and the TRL adapter, which needs TRL only
+    when a trainer runs it) must not import one, nor torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, envscaler, envscaler.adapters, envscaler.adapters.trl, envscaler.adapters.bridge_episode\n"
+        "heavy = ('trl', 'torch', 'transformers', 'datasets', 'skyrl_gym', 'openrlhf', 'verifiers', 'verl', 'gem')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""

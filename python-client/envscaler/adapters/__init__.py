@@ -1,7 +1,10 @@
-"""Drop-in env classes for RL frameworks that expect EnvScaler's original (in-process) envs.
+"""Env classes for RL frameworks, each running its episodes on the bridge.
 
-- ``envscaler.adapters.roll.EnvScalerRollEnv``: the ROLL pipeline's EnvScaler env API.
+- ``envscaler.adapters.roll.EnvScalerRollEnv`` (+ ``register_roll``): the ROLL pipeline's EnvScaler env API.
 - ``envscaler.adapters.gem.EnvScalerGemEnv``: GEM's ``gem.core.Env`` API.
+- ``envscaler.adapters.trl.TRLEnvironments``: TRL ``GRPOTrainer(environment_factory=...)`` classes.
+- ``envscaler.adapters.skyrl.EnvScalerTextEnv``: SkyRL's ``BaseTextEnv``.
+- ``envscaler.adapters.openrlhf_agent``: an OpenRLHF ``--agent_func_path`` file.
 
-Both run the episode on the bridge; imported lazily so neither framework is a dependency.
+Each framework is imported only by its own module, so none is a dependency (docs/training.md).
 """

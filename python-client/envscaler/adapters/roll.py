@@ -16,7 +16,10 @@ from typing import Any
 from ..bridge_client import BridgeClient, CurveKeys
 from ..episode_logic import MAX_SEED, Episode, close_session_quietly, open_client, step_tuple
 
-__all__ = ["EnvScalerRollEnv", "format_env_introduction"]
+__all__ = ["ROLL_ENV_IDS", "EnvScalerRollEnv", "format_env_introduction", "make_roll_env", "register_roll"]
+
+#: The GEM env ids EnvScaler's ROLL configs name, and the scenario mode each plays.
+ROLL_ENV_IDS = {"envscaler_non_conv_env": "task", "envscaler_conv_env": "conversation"}
 
 
 def format_env_introduction(introduction: str, rules: Sequence[str]) -> str:
@@ -114,3 +117,36 @@ class EnvScalerRollEnv:
         close_session_quietly(self.client, self.episode.close())
         if self._owns_client:
             self.client.close()
+
+
+def make_roll_env(
+    endpoint: str | None = None,
+    scenario_ids: Sequence[str] | None = None,
+    mode: str | None = None,
+    timeout: float = 60.0,
+    curve: CurveKeys | None = None,
+    **config: Any,
+) -> EnvScalerRollEnv:
+    """The entry point ``register_roll`` registers: an :class:`EnvScalerRollEnv` on ``endpoint``
+    playing ``scenario_ids``, or every scenario of ``mode`` (``task``/``conversation``) the bridge
+    serves. ROLL's env manager passes its yaml's env config as keywords
+    (``gem.make(env_id, **config)``); keys this adapter has no use for (the original envs' data paths
+    and the like) are ignored, since the bridge holds the envs and scenarios."""
+    if endpoint is None:
+        raise ValueError("the ROLL env needs the bridge's endpoint (register_roll(endpoint=...) or the env config's 'endpoint')")
+    if scenario_ids is None and mode is not None:
+        with BridgeClient(endpoint, timeout=timeout, curve=curve) as c:
+            scenario_ids = [s["scenario_id"] for s in c.list_scenarios() if s.get("mode", "task") == mode]
+    return EnvScalerRollEnv(endpoint, scenario_ids=scenario_ids, curve=curve, timeout=timeout)
+
+
+def register_roll(endpoint: str | None = None, **kwargs: Any) -> list[str]:
+    """Registers the env ids of EnvScaler's ROLL configs with GEM (``gem.register``), over the
+    bridge at ``endpoint``: ``envscaler_non_conv_env`` plays the task scenarios,
+    ``envscaler_conv_env`` the conversation ones. ``kwargs`` (``scenario_ids``, ``timeout``,
+    ``curve``) go to every env; the env manager's own config may override them. Returns the ids."""
+    import gem
+
+    for env_id, mode in ROLL_ENV_IDS.items():
+        gem.register(env_id, entry_point=make_roll_env, endpoint=endpoint, mode=mode, **kwargs)
+    return list(ROLL_ENV_IDS)
