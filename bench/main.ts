@@ -31,12 +31,15 @@ const silent = pino({ level: "silent" });
 const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
 
-/** The bench's own venv (bench/.venv): the peer's many dependencies stay out of the test venv. */
+/**
+ * The bench's own venv (bench/.venv): the peer's many dependencies stay out of the test venv. It
+ * holds this checkout's Python client (editable), which the peer rows measure next to OpenEnv's.
+ */
 function python(): string {
   const venv = join(ROOT, "bench", ".venv");
   const py = join(venv, "bin", "python");
   if (!existsSync(py)) execFileSync("python3", ["-m", "venv", venv], { stdio: "inherit" });
-  execFileSync(py, ["-m", "pip", "install", "-q", "pyzmq", "msgpack"], { stdio: "inherit" });
+  execFileSync(py, ["-m", "pip", "install", "-q", "pyzmq", "msgpack", "-e", join(ROOT, "python-client")], { stdio: "inherit" });
   return py;
 }
 

@@ -1,7 +1,10 @@
 // The reference rows of `npm run bench`: the same env logic as envs/library, served by our bridge
 // and by OpenEnv (openenv-core, bench/py/openenv_library.py: a Python port of the tools as an
 // OpenEnv Environment behind its FastAPI + WebSocket server), both driven from Python
-// (bench/py/peer.py), interleaved within each repetition, median and min–max of the repetitions.
+// (bench/py/peer.py) twice: at the wire level (raw pyzmq+msgpack / raw WebSocket JSON, what each
+// server costs) and through each system's own Python client (EnvScalerEnv and EnvScalerVectorEnv /
+// OpenEnv's EnvClient, what a user gets), interleaved within each repetition, median and min–max
+// of the repetitions.
 import { execFile, spawn } from "node:child_process";
 import { closeSync, cpSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -109,6 +112,8 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
 
     const pair = () => ({ ours: [] as number[], openenv: [] as number[] });
     const m = { cpu: pair(), rtt: pair(), p99: pair(), pipe: pair(), reset: pair(), burst: pair(), early: pair(), late: pair() };
+    // the same measures through the clients users call (peer.py --client)
+    const c = { rtt: pair(), p99: pair(), rttCpu: pair(), reset: pair(), pipe: pair(), pipeCpu: pair(), pipeServerCpu: pair(), burst: pair() };
     const floor = { rtt: [] as number[], pipe: [] as number[] };
     let replyBytes = 0;
     for (let rep = 0; rep < reps; rep++) {
@@ -140,13 +145,28 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
         m.early[sys].push(r.early_p50_us!);
         m.late[sys].push(r.late_p50_us!);
       }
+      for (const sys of order) {
+        const r = await peer(o, ["rtt", "--client", "--system", sys, "--endpoint", at[sys], "--n", String(n)]);
+        c.rtt[sys].push(r.p50_us!);
+        c.p99[sys].push(r.p99_us!);
+        c.rttCpu[sys].push(r.client_cpu_us_per_step!);
+      }
+      for (const sys of order) c.reset[sys].push((await peer(o, ["reset", "--client", "--system", sys, "--endpoint", at[sys], "--n", String(resets)])).p50_ms!);
+      for (const sys of order) {
+        const r = await peer(o, ["pipe", "--client", "--system", sys, "--endpoint", at[sys], "--sessions", "64", "--seconds", seconds, "--server-pid", String(pid[sys])]);
+        c.pipe[sys].push(r.steps_per_s!);
+        c.pipeCpu[sys].push(r.client_cpu_us_per_step!);
+        c.pipeServerCpu[sys].push(r.server_cpu_us_per_step!);
+      }
+      for (const sys of order) c.burst[sys].push((await peer(o, ["burst", "--client", "--system", sys, "--endpoint", at[sys], "--sessions", String(burst)])).resets_per_s!);
     }
     raw.runs = { ...m, floor, reply_bytes: replyBytes };
+    raw.client_runs = c;
     const md = (k: keyof typeof m, s: Sys) => median(m[k][s]);
 
     const rtt = md("rtt", "ours");
     rows.push({
-      what: "library-v1, 1 session: step round trip p50 (p99), four read tools on the real state",
+      what: "wire level (raw pyzmq+msgpack / raw WebSocket JSON, no client library), library-v1, 1 session: step round trip p50 (p99), four read tools on the real state",
       ours: `${spread(m.rtt.ours)} µs (${fmt(md("p99", "ours"))})`, peer: `${spread(m.rtt.openenv)} µs (${fmt(md("p99", "openenv"))})`,
       reference: `${spread(floor.rtt)} µs bare zmq+msgpack echo of the same size`,
       ratio: `${versus(rtt, md("rtt", "openenv"), false)} than OpenEnv; ${versus(rtt, median(floor.rtt), false)} than the floor`,
@@ -154,26 +174,26 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
     });
     const pipe = md("pipe", "ours");
     rows.push({
-      what: "64 sessions, one step in flight each: env-steps/s (1 replica vs 1 OpenEnv server process)",
+      what: "wire level, 64 sessions, one step in flight each: env-steps/s (1 replica vs 1 OpenEnv server process)",
       ours: spread(m.pipe.ours, 0), peer: spread(m.pipe.openenv, 0), reference: `${spread(floor.pipe, 0)} msgs/s echo`,
       ratio: `${versus(pipe, md("pipe", "openenv"), true)} than OpenEnv; ${versus(pipe, median(floor.pipe), true)} than the floor`,
       target: "≥ 1.5× OpenEnv's rate", met: pipe >= 1.5 * md("pipe", "openenv"),
     });
     const cpu = md("cpu", "ours");
     rows.push({
-      what: "server CPU per step at 64 sessions (all threads of the replica / of the uvicorn process)",
+      what: "wire level: server CPU per step at 64 sessions (all threads of the replica / of the uvicorn process)",
       ours: `${spread(m.cpu.ours, 0)} µs`, peer: `${spread(m.cpu.openenv, 0)} µs`, reference: "—",
       ratio: `${versus(cpu, md("cpu", "openenv"), false, ["less", "more"])} than OpenEnv`, target: "—", met: null,
     });
     const reset = md("reset", "ours");
     rows.push({
-      what: "reset p50 (a session reset in place, library-1)",
+      what: "wire level: reset p50 (a session reset in place, library-1)",
       ours: `${spread(m.reset.ours, 2)} ms`, peer: `${spread(m.reset.openenv, 2)} ms`, reference: `${fmt(median(floor.rtt) / 1000, 2)} ms echo round trip`,
       ratio: `${versus(reset, md("reset", "openenv"), false)} than OpenEnv`, target: "≤ 1.0× OpenEnv's time", met: reset <= md("reset", "openenv"),
     });
     const b = md("burst", "ours");
     rows.push({
-      what: `${burst} open sessions reset at once: resets/s`,
+      what: `wire level: ${burst} open sessions reset at once: resets/s`,
       ours: spread(m.burst.ours, 0), peer: spread(m.burst.openenv, 0), reference: "—",
       ratio: `${versus(b, md("burst", "openenv"), true)} than OpenEnv`, target: "≥ 2× OpenEnv's rate", met: b >= 2 * md("burst", "openenv"),
     });
@@ -190,12 +210,51 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
       peer: `${spread(m.early.openenv, 0)} → ${spread(m.late.openenv, 0)} µs (${versus(pl, pe, false)} at the end)`,
       reference: "—", ratio: `at the end ${versus(l, pl, false)} than OpenEnv`, target: "ours: last ≤ 1.2× first", met: l <= 1.2 * e,
     });
+    rows.push(...clientRows(c, md("rtt", "ours"), burst));
     rows.push(...(await forkRows(ours, o.quick)));
   } finally {
     await oe.close();
     await sup.stop();
   }
   return { rows, raw };
+}
+
+type Pairs = Record<string, Record<Sys, number[]>>;
+
+/**
+ * The rows through each system's own Python client (peer.py --client): what a user of either gets,
+ * next to the wire-level rows above, which measure the servers with the client libraries left out.
+ */
+function clientRows(c: Pairs, wireRtt: number, burst: number): Row[] {
+  const md = (k: string, s: Sys) => median(c[k]![s]);
+  const rtt = md("rtt", "ours");
+  const reset = md("reset", "ours");
+  const pipe = md("pipe", "ours");
+  const b = md("burst", "ours");
+  return [
+    {
+      what: "through the clients, library-v1, 1 session: step p50 (p99): `EnvScalerEnv.step` vs `await EnvClient.step` (OpenEnv's client is asyncio; its `.sync()` wrapper adds a thread hop per call)",
+      ours: `${spread(c.rtt!.ours)} µs (${fmt(md("p99", "ours"))})`, peer: `${spread(c.rtt!.openenv)} µs (${fmt(md("p99", "openenv"))})`,
+      reference: `client CPU per step ${fmt(md("rttCpu", "ours"), 0)} µs ours vs ${fmt(md("rttCpu", "openenv"), 0)} µs OpenEnv's; ours at the wire level ${fmt(wireRtt)} µs`,
+      ratio: `${versus(rtt, md("rtt", "openenv"), false)} than OpenEnv`, target: "≤ 1.0× OpenEnv's time", met: rtt <= md("rtt", "openenv"),
+    },
+    {
+      what: "through the clients: reset p50 of a live episode (`EnvScalerEnv.reset()` while the previous reset's episode runs, which scores it, vs `await EnvClient.reset(...)`)",
+      ours: `${spread(c.reset!.ours, 2)} ms`, peer: `${spread(c.reset!.openenv, 2)} ms`, reference: "—",
+      ratio: `${versus(reset, md("reset", "openenv"), false)} than OpenEnv`, target: "≤ 1.0× OpenEnv's time", met: reset <= md("reset", "openenv"),
+    },
+    {
+      what: "through the clients, 64 sessions: env-steps/s (`EnvScalerVectorEnv(num_envs=64).step` in lockstep, 1 replica, vs 64 EnvClients stepping under `asyncio.gather`, 1 OpenEnv server process)",
+      ours: spread(c.pipe!.ours, 0), peer: spread(c.pipe!.openenv, 0),
+      reference: `CPU per env-step: client ${fmt(md("pipeCpu", "ours"), 0)} µs ours vs ${fmt(md("pipeCpu", "openenv"), 0)} µs OpenEnv's; server ${fmt(md("pipeServerCpu", "ours"), 0)} µs vs ${fmt(md("pipeServerCpu", "openenv"), 0)} µs`,
+      ratio: `${versus(pipe, md("pipe", "openenv"), true)} than OpenEnv`, target: "≥ 1.5× OpenEnv's rate", met: pipe >= 1.5 * md("pipe", "openenv"),
+    },
+    {
+      what: `through the clients: ${burst} live episodes reset at once, resets/s (\`EnvScalerVectorEnv(num_envs=${burst}).reset()\` vs ${burst} EnvClients' resets under \`asyncio.gather\`)`,
+      ours: spread(c.burst!.ours, 0), peer: spread(c.burst!.openenv, 0), reference: "—",
+      ratio: `${versus(b, md("burst", "openenv"), true)} than OpenEnv`, target: "≥ 2× OpenEnv's rate", met: b >= 2 * md("burst", "openenv"),
+    },
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------

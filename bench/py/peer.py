@@ -13,6 +13,18 @@ Modes (--system ours|openenv):
   memory   S live sessions: the server process's RSS growth per session (--server-pid)
   (pipe with --server-pid also reports the server process's CPU time per step)
   long     1 session, L steps cycling checkout/get_member/return/search: p50 at step ~10 vs ~L
+
+With --client, rtt/reset/pipe/burst go through each system's own Python client instead of the
+wire: ours through the envscaler package (python-client/, installed into the bench venv) (EnvScalerEnv for one session, EnvScalerVectorEnv for
+many), OpenEnv through its EnvClient (openenv_library.LibraryClient). EnvClient is asyncio-only
+(its `.sync()` wrapper runs the same coroutines on a loop thread of its own, one thread hop per
+call), so one session is driven with `await client.step(...)` in one event loop and many with
+one EnvClient per session under `asyncio.gather`, as its docs show.
+  rtt      EnvScalerEnv.step vs `await LibraryClient.step`
+  reset    EnvScalerEnv.reset() of the episode the previous reset started (a live episode) vs
+           `await LibraryClient.reset(...)`
+  pipe     EnvScalerVectorEnv(num_envs=S).step for D seconds vs S EnvClients stepping under gather
+  burst    EnvScalerVectorEnv(num_envs=S).reset() of S live episodes vs S EnvClients' resets under gather
 """
 import argparse
 import asyncio
@@ -261,6 +273,186 @@ async def oe_memory(url, scenario, sessions, pid):
     return (after - before) / sessions
 
 
+# ---------------------------------------------------------------- through the clients users call
+
+
+def ours_client_rtt(endpoint, scenario, n):
+    from envscaler import EnvScalerEnv
+
+    env = EnvScalerEnv(endpoint, scenario_ids=[scenario])
+    env.reset(seed=0)
+    try:
+        for i in range(200):  # warm-up
+            env.step(READS[i % 4])
+        lat = []
+        c0 = time.process_time()
+        for i in range(n):
+            t0 = time.perf_counter_ns()
+            env.step(READS[i % 4])
+            lat.append((time.perf_counter_ns() - t0) / 1000)
+        cpu = (time.process_time() - c0) / n
+    finally:
+        env.close()
+    return lat, cpu
+
+
+def ours_client_reset(endpoint, scenario, n):
+    from envscaler import EnvScalerEnv
+
+    env = EnvScalerEnv(endpoint, scenario_ids=[scenario])
+    env.reset(seed=0)
+    try:
+        for _ in range(20):
+            env.reset()
+        lat = []
+        for _ in range(n):
+            t0 = time.perf_counter_ns()
+            env.reset()  # the episode the previous reset started is live: a Gymnasium user's reset
+            lat.append((time.perf_counter_ns() - t0) / 1e6)
+    finally:
+        env.close()
+    return lat
+
+
+def ours_client_pipe(endpoint, scenario, sessions, seconds, pid=None):
+    from envscaler import EnvScalerVectorEnv
+
+    vec = EnvScalerVectorEnv(endpoint, sessions, scenario_ids=[scenario])
+    try:
+        vec.reset(seed=0)
+        k, rounds = 0, 0
+        c0, m0 = cpu_s(pid), time.process_time()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            vec.step([READS[(k + i) % 4] for i in range(sessions)])
+            k += 1
+            rounds += 1
+        el = time.perf_counter() - t0
+        c1, m1 = cpu_s(pid), time.process_time()
+    finally:
+        vec.close()
+    done = rounds * sessions
+    return done / el, (c1 - c0) / done, (m1 - m0) / done
+
+
+def ours_client_burst(endpoint, scenario, sessions):
+    from envscaler import EnvScalerVectorEnv
+
+    vec = EnvScalerVectorEnv(endpoint, sessions, scenario_ids=[scenario])
+    try:
+        vec.reset(seed=0)  # opens the sessions; each now holds a live episode
+        t0 = time.perf_counter()
+        vec.reset()
+        el = time.perf_counter() - t0
+    finally:
+        vec.close()
+    return sessions / el
+
+
+def _oe_action(a):
+    from openenv_library import LibraryAction
+
+    return LibraryAction(tool=a["name"], arguments=a["arguments"])
+
+
+async def oe_client_rtt(url, scenario, n):
+    from openenv_library import LibraryClient
+
+    async with LibraryClient(base_url=url) as c:
+        await c.reset(seed=0, scenario_id=scenario)
+        for i in range(200):
+            await c.step(_oe_action(READS[i % 4]))
+        lat = []
+        c0 = time.process_time()
+        for i in range(n):
+            t0 = time.perf_counter_ns()
+            await c.step(_oe_action(READS[i % 4]))
+            lat.append((time.perf_counter_ns() - t0) / 1000)
+        cpu = (time.process_time() - c0) / n
+    return lat, cpu
+
+
+async def oe_client_reset(url, scenario, n):
+    from openenv_library import LibraryClient
+
+    async with LibraryClient(base_url=url) as c:
+        for _ in range(21):
+            await c.reset(seed=0, scenario_id=scenario)
+        lat = []
+        for _ in range(n):
+            t0 = time.perf_counter_ns()
+            await c.reset(seed=0, scenario_id=scenario)
+            lat.append((time.perf_counter_ns() - t0) / 1e6)
+    return lat
+
+
+async def oe_clients_open(url, scenario, n):
+    from openenv_library import LibraryClient
+
+    clients = []
+    for _ in range(n):  # connected one by one, as oe_open does
+        clients.append(await LibraryClient(base_url=url).connect())
+    await asyncio.gather(*(c.reset(seed=0, scenario_id=scenario) for c in clients))
+    return clients
+
+
+async def oe_clients_close(clients):
+    for c in clients:
+        await c.close()
+
+
+async def oe_client_pipe(url, scenario, sessions, seconds, pid=None):
+    clients = await oe_clients_open(url, scenario, sessions)
+    done = 0
+    c0 = cpu_s(pid)
+    stop = time.perf_counter() + seconds
+
+    async def loop(c, i):
+        nonlocal done
+        k = 0
+        while time.perf_counter() < stop:
+            await c.step(_oe_action(READS[(k + i) % 4]))
+            k += 1
+            done += 1
+
+    m0 = time.process_time()
+    t0 = time.perf_counter()
+    await asyncio.gather(*(loop(c, i) for i, c in enumerate(clients)))
+    el = time.perf_counter() - t0
+    c1, m1 = cpu_s(pid), time.process_time()
+    await oe_clients_close(clients)
+    return done / el, (c1 - c0) / done, (m1 - m0) / done
+
+
+async def oe_client_burst(url, scenario, sessions):
+    clients = await oe_clients_open(url, scenario, sessions)
+    t0 = time.perf_counter()
+    await asyncio.gather(*(c.reset(seed=0, scenario_id=scenario) for c in clients))
+    el = time.perf_counter() - t0
+    await oe_clients_close(clients)
+    return sessions / el
+
+
+def through_client(a, out):
+    """The --client modes: the same measures as the wire modes, through each system's client."""
+    ours = a.system == "ours"
+    if a.mode == "rtt":
+        lat, cpu = ours_client_rtt(a.endpoint, a.scenario, a.n) if ours else asyncio.run(oe_client_rtt(a.endpoint, a.scenario, a.n))
+        out.update(p50_us=pct(lat, 0.5), p99_us=pct(lat, 0.99), n=a.n, client_cpu_us_per_step=cpu * 1e6)
+    elif a.mode == "reset":
+        lat = ours_client_reset(a.endpoint, a.scenario, a.n) if ours else asyncio.run(oe_client_reset(a.endpoint, a.scenario, a.n))
+        out.update(p50_ms=pct(lat, 0.5), p99_ms=pct(lat, 0.99), n=a.n)
+    elif a.mode == "pipe":
+        args = (a.endpoint, a.scenario, a.sessions, a.seconds, a.server_pid)
+        rate, cpu, mine = ours_client_pipe(*args) if ours else asyncio.run(oe_client_pipe(*args))
+        out.update(steps_per_s=rate, server_cpu_us_per_step=cpu * 1e6 if a.server_pid else None, client_cpu_us_per_step=mine * 1e6)
+    elif a.mode == "burst":
+        out["resets_per_s"] = ours_client_burst(a.endpoint, a.scenario, a.sessions) if ours else asyncio.run(oe_client_burst(a.endpoint, a.scenario, a.sessions))
+    else:
+        raise SystemExit(f"--client does not apply to {a.mode}")
+    out["client"] = True
+
+
 # ---------------------------------------------------------------- modes
 
 
@@ -336,10 +528,15 @@ def main():
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--server-pid", type=int)
+    p.add_argument("--client", action="store_true", help="through each system's own Python client (see above)")
     a = p.parse_args()
     out = {"mode": a.mode, "system": a.system}
     if a.mode == "verify":
         out.update(verify(a.ours, a.openenv, a.scenario))
+        print(json.dumps(out))
+        return
+    if a.client:
+        through_client(a, out)
         print(json.dumps(out))
         return
     ours = a.system == "ours"

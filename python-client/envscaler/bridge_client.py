@@ -102,6 +102,7 @@ class BridgeClient:
         self._pending: dict[int, dict[str, Any] | None] = {}
         self.discarded = 0  # replies that arrived for nobody (late, after a timeout)
         self._heard = False  # a reply came from the endpoint (from then on a silence is a timeout, not a probe)
+        self._rcvtimeo = -1  # the socket's RCVTIMEO now (ms): set only when a wait needs another
 
     # ------------------------------------------------------------------ context manager
 
@@ -185,7 +186,7 @@ class BridgeClient:
                 while self._pending.get(rid) is None:
                     now = time.monotonic()
                     until = deadline if probe_at is None else min(deadline, probe_at)
-                    if until - now <= 0 or not self._socket.poll(max(0, int((until - now) * 1000) + 1), zmq.POLLIN):
+                    if until - now <= 0 or not self._receive(until - now):
                         if self._pending.get(rid) is not None:
                             break
                         if probe_at is not None and time.monotonic() < deadline:
@@ -193,7 +194,6 @@ class BridgeClient:
                             check_reachable(self.endpoint)  # nothing there: BridgeNotRunning, naming the endpoint
                             continue
                         raise BridgeTimeout(f"no reply from {self.endpoint} within {timeout:g} s (is the bridge there still running?)")
-                    self._read_available()
                 reply = self._pending[rid]
                 assert reply is not None
                 self._pending.pop(rid, None)
@@ -207,23 +207,32 @@ class BridgeClient:
                 self._pending.pop(rid, None)
                 raise
 
-    def _read_available(self) -> None:
-        while True:
-            try:
-                frames = self._socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            try:
-                reply = expand_reply(unpackb(_last_frame(frames)))
-            except CodecError:
-                self.discarded += 1
-                continue
-            rid = reply.get("id") if isinstance(reply, dict) else None
-            self._heard = True
-            if type(rid) is int and rid in self._pending and self._pending[rid] is None:
-                self._pending[rid] = reply
-            else:
-                self.discarded += 1
+    def _receive(self, wait: float) -> bool:
+        """Receives one message, waiting up to ``wait`` seconds; False if none came.
+
+        A blocking receive bounded by RCVTIMEO, not a poll and then a non-blocking receive: one
+        call into libzmq per reply instead of a Poller built per wait and a ``zmq.Again`` raised
+        to end each read (both cost more than the codec on a small step)."""
+        ms = max(1, int(wait * 1000) + 1)
+        if ms != self._rcvtimeo:
+            self._socket.setsockopt(zmq.RCVTIMEO, ms)
+            self._rcvtimeo = ms
+        try:
+            frames = self._socket.recv_multipart()
+        except zmq.Again:
+            return False
+        try:
+            reply = expand_reply(unpackb(_last_frame(frames)))
+        except CodecError:
+            self.discarded += 1
+            return True
+        rid = reply.get("id") if isinstance(reply, dict) else None
+        self._heard = True
+        if type(rid) is int and rid in self._pending and self._pending[rid] is None:
+            self._pending[rid] = reply
+        else:
+            self.discarded += 1
+        return True
 
     # ------------------------------------------------------------------ raw frames (tests of hostile input)
 

@@ -118,20 +118,29 @@ def _list(items: list[Any]) -> list[Any]:
     return items
 
 
+#: Values that need no look inside (exact types: a subclass takes the slower isinstance checks).
+_SCALARS = frozenset((str, int, float, bool, type(None), bytes))
+
+
 def _check_outgoing(value: Any) -> None:
-    # msgpack would happily pack ExtType/Timestamp and int keys; the protocol forbids them (§2)
+    # msgpack would happily pack ExtType/Timestamp and int keys; the protocol forbids them (§2).
+    # Runs on every request: scalars are skipped by exact type before any isinstance check.
     stack = [value]
     while stack:
         v = stack.pop()
-        if isinstance(v, (msgpack.ExtType, msgpack.Timestamp)):
-            raise CodecError(f"{type(v).__name__} is not allowed by the protocol")
-        if isinstance(v, dict):
+        t = type(v)
+        if t is dict or (t not in _SCALARS and isinstance(v, dict)):
             for k, item in v.items():
-                if not isinstance(k, str):
+                if type(k) is not str and not isinstance(k, str):
                     raise CodecError(f"map key {k!r} is not a string")
-                stack.append(item)
+                if type(item) not in _SCALARS:
+                    stack.append(item)
+        elif t in _SCALARS:
+            continue
+        elif isinstance(v, (msgpack.ExtType, msgpack.Timestamp)):  # before tuple: ExtType is a namedtuple
+            raise CodecError(f"{type(v).__name__} is not allowed by the protocol")
         elif isinstance(v, (list, tuple)):
-            stack.extend(v)
+            stack.extend(item for item in v if type(item) not in _SCALARS)
 
 
 def packb(value: Any) -> bytes:
@@ -144,8 +153,47 @@ def packb(value: Any) -> bytes:
         raise CodecError(f"not encodable as a protocol frame: {e}") from e
 
 
+def _may_hide_a_bad_value(data: bytes) -> bool:
+    """Whether ``data`` might hold what the fast decode lets through: a timestamp (extension type
+    -1, which msgpack decodes itself instead of calling ext_hook; its encodings all have the byte
+    0xff, which valid UTF-8 never has) or an empty bytes key (a bin header 0xc4-0xc6 and a zero
+    length). Single-byte searches only: CPython searches two-byte needles far slower than memchr."""
+    if b"\xff" in data:
+        return True
+    for header in (b"\xc4", b"\xc5", b"\xc6"):
+        at = data.find(header)
+        while at >= 0:
+            if data[at + 1 : at + 2] == b"\x00":
+                return True
+            at = data.find(header, at + 1)
+    return False
+
+
 def unpackb(data: bytes) -> Any:
-    """Decodes one frame strictly: exactly one value, string map keys, no extension types."""
+    """Decodes one frame strictly: exactly one value, string map keys, no extension types.
+
+    Most frames are decoded by msgpack's C code alone: ``ext_hook`` refuses extension types,
+    ``strict_map_key`` map keys other than str and bytes, and ``max_bin_len=0`` any non-empty
+    bytes value (so any bytes key). What that leaves (a timestamp, an empty bytes key) cannot
+    occur in a frame that :func:`_may_hide_a_bad_value` clears. A frame it does not clear,
+    or that the fast decode refuses (bytes values, bad keys, garbage), is decoded again with every
+    map pair and list item checked in Python, which also names what is wrong. The golden vectors
+    and test_protocol.py cover both paths.
+    """
+    if type(data) is not bytes:
+        data = bytes(data)  # `in` below must search bytes, not compare a memoryview's items
+    if not _may_hide_a_bad_value(data):
+        try:
+            return msgpack.unpackb(data, raw=False, ext_hook=_reject_ext, strict_map_key=True, max_bin_len=0)
+        except CodecError:
+            raise
+        except Exception:
+            pass  # bytes, a non-string key, or garbage: the checked decode accepts or names it
+    return _unpackb_checked(data)
+
+
+def _unpackb_checked(data: bytes) -> Any:
+    """:func:`unpackb` with every map pair and list item checked in Python."""
     try:
         value = msgpack.unpackb(
             data,

@@ -1,4 +1,4 @@
-"""EnvScalerVectorEnv: N bridge sessions spread over the replicas, stepped with one batch each."""
+"""EnvScalerVectorEnv: N bridge sessions spread over the replicas, stepped with step_batch requests."""
 
 from __future__ import annotations
 
@@ -16,7 +16,14 @@ from .protocol import BridgeError, error_for
 from .reachability import check_reachable
 from .spaces import AgentAction, AnyText, TextBatch
 
-__all__ = ["EnvScalerVectorEnv"]
+__all__ = ["STEP_BATCH_CHUNK", "EnvScalerVectorEnv"]
+
+#: Sub-envs per ``step_batch`` request. A replica answers a batch once all its steps are done, so
+#: one batch of 64 leaves it idle while this process reads the answer and sends the next round;
+#: in chunks the replica steps chunk k+1 while this process reads chunk k (a lockstep round of 64
+#: library steps in one batch vs chunks of 16, raw, interleaved: 1.4-2.6x the rate on a loaded
+#: 2-core machine).
+STEP_BATCH_CHUNK = 16
 
 
 def _collect_all(pending: Sequence[tuple[BridgeClient, int]]) -> list[dict[str, Any] | BridgeError]:
@@ -33,9 +40,10 @@ def _collect_all(pending: Sequence[tuple[BridgeClient, int]]) -> list[dict[str, 
 class EnvScalerVectorEnv(VectorEnv):
     """``num_envs`` sub-envs, sub-env ``i`` on endpoint ``i % len(endpoints)`` (round-robin over replicas).
 
-    - ``step(actions)`` sends ONE ``step_batch`` to each replica that has live sub-envs, all before
-      waiting for any reply, so the replicas work concurrently; the step costs the slowest
-      replica's time, not the sum.
+    - ``step(actions)`` sends one ``step_batch`` per ``STEP_BATCH_CHUNK`` (16) live sub-envs of
+      each replica, all before waiting for any reply, so the replicas work concurrently (the step
+      costs the slowest replica's time, not the sum) and each replica answers its first chunk
+      while it steps the next.
     - Autoreset is ``AutoresetMode.NEXT_STEP``: a sub-env that ends on step t is reset on step
       t+1 (its action there is ignored), giving the reset observation, reward 0 and
       terminated/truncated False.
@@ -194,6 +202,38 @@ class EnvScalerVectorEnv(VectorEnv):
             seeds[i] = episode_seed(explicit, self.np_random)
         return scenarios, seeds
 
+    def _add_info(self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int) -> dict[str, Any]:
+        """gymnasium's ``VectorEnv._add_info`` (same arrays, dtypes and masks; tested against it),
+        without the mask array it allocates for every key of every sub-env as the default of a
+        ``dict.get`` and throws away (a third of a 64-env step's client time)."""
+        n = self.num_envs
+        for key, value in env_info.items():
+            if key == "final_obs":
+                array = vector_infos.get("final_obs")
+                if array is None:
+                    array = np.full(n, fill_value=None, dtype=object)
+                array[env_num] = value
+            elif isinstance(value, dict):
+                array = self._add_info(vector_infos.get(key, {}), value, env_num)
+            else:
+                array = vector_infos.get(key)
+                if array is None:
+                    kind = type(value)
+                    if kind in (int, float, bool) or issubclass(kind, np.number):
+                        array = np.zeros(n, dtype=kind)
+                    elif isinstance(value, np.ndarray):
+                        array = np.zeros((n, *value.shape), dtype=value.dtype)
+                    else:
+                        array = np.full(n, fill_value=None, dtype=object)
+                array[env_num] = value
+            mask_key = f"_{key}"
+            mask = vector_infos.get(mask_key)
+            if mask is None:
+                mask = np.zeros(n, dtype=np.bool_)
+            mask[env_num] = True
+            vector_infos[key], vector_infos[mask_key] = array, mask
+        return vector_infos
+
     # ------------------------------------------------------------------ gymnasium API
 
     def reset(self, *, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
@@ -228,9 +268,11 @@ class EnvScalerVectorEnv(VectorEnv):
         by_replica: dict[int, list[int]] = {}
         for i in live:
             by_replica.setdefault(self.replica_of[i], []).append(i)
+        chunks = [(r, envs[k : k + STEP_BATCH_CHUNK]) for r, envs in sorted(by_replica.items()) for k in range(0, len(envs), STEP_BATCH_CHUNK)]
 
-        # every batch goes out before any reply is awaited: the replicas step in parallel
-        batches = [(envs, self._submit(r, "step_batch", steps=[{"session_id": sessions[i], "action": plain_action(actions[i])} for i in envs])) for r, envs in sorted(by_replica.items())]
+        # every batch goes out before any reply is awaited: the replicas step in parallel, and a
+        # replica answers its first chunk while it works on the next
+        batches = [(envs, self._submit(r, "step_batch", steps=[{"session_id": sessions[i], "action": plain_action(actions[i])} for i in envs])) for r, envs in chunks]
         try:
             scenarios, seeds = self._draw(to_reset, {}, None)
             reset_results = self._reset_many(to_reset, scenarios, seeds) if to_reset else {}

@@ -146,3 +146,124 @@ def test_codec_refuses_to_send_non_string_keys():
         packb({1: "x"})
     with pytest.raises(CodecError):
         packb({"a": [{"b": {2: 3}}]})
+
+
+# ---------------------------------------------------------------------------------------------
+# unpackb's fast path (msgpack's C decoder alone) must refuse exactly what the checked decoder
+# (every map pair and list item checked in Python) refuses, and give the same value otherwise.
+
+_TIMESTAMP_ENCODINGS = [
+    "d6ff00000001",  # fixext4
+    "d7ff0000000000000001",  # fixext8
+    "c70cff" + "00" * 12,  # ext8, 12 bytes
+    "c704ff00000001",  # ext8, 4 bytes
+    "c8000cff" + "00" * 12,  # ext16
+    "c90000000cff" + "00" * 12,  # ext32
+]
+
+
+@pytest.mark.parametrize("ts", _TIMESTAMP_ENCODINGS)
+def test_a_timestamp_is_refused_in_every_encoding_and_place(ts):
+    ts_bytes = bytes.fromhex(ts)
+    assert isinstance(msgpack.unpackb(ts_bytes), msgpack.Timestamp)  # msgpack itself would accept it
+    for frame in (
+        ts_bytes,
+        b"\x81\xa1a" + ts_bytes,  # a map value
+        b"\x91" + ts_bytes,  # a list item
+        b"\x81\xa1a\x92\x01" + ts_bytes,  # deeper
+    ):
+        with pytest.raises(CodecError, match="timestamp"):
+            unpackb(frame)
+
+
+@pytest.mark.parametrize(
+    "key_hex",
+    ["01", "c0", "c3", "cb3ff0000000000000", "9101", "80", "c400", "c40161", "c5000161", "c600000000", "c60000000161"],
+    ids=["int", "nil", "bool", "float", "array", "map", "empty bin8", "bin8", "bin16", "empty bin32", "bin32"],
+)
+def test_a_non_string_map_key_is_refused_however_it_is_encoded(key_hex):
+    for frame in (bytes.fromhex("81" + key_hex + "01"), bytes.fromhex("81a161" + "81" + key_hex + "01"), bytes.fromhex("91" + "81" + key_hex + "01")):
+        with pytest.raises(CodecError):
+            unpackb(frame)
+
+
+def test_frames_that_look_suspicious_but_are_valid_decode_the_same():
+    # 0xff and bin headers occur in valid frames: -1, lengths such as 197 (0xc5), bytes values
+    values = [
+        {"n": -1, "m": -255, "f": float("nan"), "g": -1.0000000000000002},
+        {"s": "x" * 197, "t": "y" * 196, "u": "z" * 198},
+        {"b": b"", "c": b"\x00" * 300, "d": [b"\xff", b""], "e": b"\xc4\x00"},
+        {"k" * 0xC4: 0, "": {"": []}},
+        {"text": "Ĳ ŀ Ɔ ǿ ő ł — ünï"},
+    ]
+    for value in values:
+        data = packb(value)
+        assert packb(unpackb(data)) == packb(protocol._unpackb_checked(data)) == data  # as frames: nan != nan
+
+
+def test_the_fast_decode_never_accepts_what_the_checked_one_refuses():
+    # random frames, then every one of them with bytes flipped: both decoders agree on each
+    import random
+
+    rng = random.Random(2026)
+
+    def value(depth: int) -> object:
+        kind = rng.randrange(9 if depth < 4 else 6)
+        if kind == 0:
+            return rng.choice([0, -1, 1, 127, 128, -32, -33, 255, 256, 65535, -(2**31), 2**40, -(2**63)])
+        if kind == 1:
+            return rng.choice([0.5, -1.0, 1e300, float("inf")])
+        if kind == 2:
+            return "".join(rng.choice("abĲőł\u00ff") for _ in range(rng.choice([0, 1, 5, 31, 32, 197, 300])))
+        if kind == 3:
+            return bytes(rng.randrange(256) for _ in range(rng.choice([0, 1, 3, 300])))
+        if kind == 4:
+            return rng.choice([None, True, False])
+        if kind == 5:
+            return rng.choice(["x", ""])
+        if kind in (6, 7):
+            return {rng.choice(["a", "", "key", "ĳ" * 40]) + str(i): value(depth + 1) for i in range(rng.randrange(5))}
+        return [value(depth + 1) for _ in range(rng.randrange(5))]
+
+    def outcome(decode, data):
+        try:
+            return ("ok", packb(decode(data)))  # compared as frames: nan != nan as a value
+        except CodecError:
+            return ("refused",)
+
+    agreed = refused = 0
+    for _ in range(300):
+        data = packb(value(0))
+        assert outcome(unpackb, data) == outcome(protocol._unpackb_checked, data) == ("ok", data)
+        for _ in range(20):
+            mutated = bytearray(data)
+            for _ in range(rng.randrange(1, 4)):
+                mutated[rng.randrange(len(mutated))] = rng.choice([0xFF, 0xC4, 0xC5, 0xC6, 0xD6, 0xC7, 0x00, 0x01, 0x81, 0x91, rng.randrange(256)])
+            fast, checked = outcome(unpackb, bytes(mutated)), outcome(protocol._unpackb_checked, bytes(mutated))
+            assert fast == checked, bytes(mutated).hex()
+            agreed += 1
+            refused += fast[0] == "refused"
+    assert agreed > 5000 and refused > 500  # the mutations did reach the refusals
+
+
+def test_unpackb_takes_bytes_like_frames():
+    data = packb({"a": [1, "b"]})
+    assert unpackb(bytearray(data)) == unpackb(memoryview(data)) == {"a": [1, "b"]}
+
+
+def test_codec_refuses_to_send_what_the_protocol_forbids_at_any_depth():
+    class Key(str):
+        pass
+
+    for bad in (
+        {"a": ({1: 2},)},
+        {"a": [[msgpack.Timestamp(1, 0)]]},
+        {"a": (msgpack.ExtType(1, b""),)},
+        [{"x": {(1, 2): 3}}],
+        {True: 1},
+        {None: 1},
+        {b"k": 1},
+    ):
+        with pytest.raises(CodecError):
+            packb(bad)
+    assert packb({Key("k"): (1, [2.5, None])}) == packb({"k": [1, [2.5, None]]})  # a str subclass is a string

@@ -140,3 +140,55 @@ def test_close_closes_all_sessions(bridge):
     for i, s in enumerate(sessions):
         with bridge.client(i) as c, pytest.raises(SessionClosed):
             c.state(s)
+
+
+def test_a_step_goes_out_in_chunks_and_every_sub_env_gets_its_own_result(bridge, monkeypatch):
+    from envscaler import vector_env
+
+    monkeypatch.setattr(vector_env, "STEP_BATCH_CHUNK", 3)  # 5 sub-envs per replica: chunks of 3 and 2
+    v = EnvScalerVectorEnv(bridge.endpoints, num_envs=10, scenario_ids=["notes-1"], timeout=30)
+    try:
+        v.reset(seed=1)
+        before = _requests(bridge)
+        # odd sub-envs end their episode now (reward 0), even ones add the note
+        obs, rew, term, trunc, info = v.step([ADD if i % 2 == 0 else FINAL_REPLY for i in range(10)])
+        after = _requests(bridge)
+        assert list(rew) == [0.0] * 10 and not trunc.any()
+        assert [a - b for a, b in zip(after, before)] == [3, 3]  # two step_batch chunks each, plus the stats request
+        assert v.requests_sent["step_batch"] == 4
+        assert list(term) == [i % 2 == 1 for i in range(10)]
+        assert all('"success":true' in obs[i] for i in range(0, 10, 2))
+        assert list(info["step"]) == [1] * 10 and list(info["_end_reason"]) == [i % 2 == 1 for i in range(10)]
+    finally:
+        v.close()
+
+
+def test_add_info_builds_what_gymnasiums_does():
+    # the override skips an allocation; the arrays, dtypes, masks and key order must stay gymnasium's
+    ours = EnvScalerVectorEnv.__new__(EnvScalerVectorEnv, "tcp://127.0.0.1:1")
+    ours.num_envs = 5
+    theirs = VectorEnv()
+    theirs.num_envs = 5
+    infos = [
+        (0, {"step": 1, "reward_info": {"passed": 2, "checks": [1]}, "observation": {"role": "tool", "content": "x"}, "final_obs": "a"}),
+        (3, {"step": 2.5, "flag": True, "vec": np.arange(3.0), "n": np.int32(7), "none": None, "observation": {"role": "user"}}),
+        (1, {"reward_info": {"passed": 0.5}, "final_obs": "b", "flag": False, "vec": np.ones(3)}),
+        (4, {}),
+    ]
+
+    def build(env):
+        out: dict = {}
+        for i, info in infos:
+            out = env._add_info(out, info, i)
+        return out
+
+    def same(a, b):
+        assert list(a) == list(b)
+        for k in a:
+            if isinstance(a[k], dict):
+                same(a[k], b[k])
+            else:
+                assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape, k
+                assert [repr(x) for x in a[k].tolist()] == [repr(x) for x in b[k].tolist()], k
+
+    same(build(ours), build(theirs))
