@@ -26,8 +26,8 @@ if [ -f python-client/pyproject.toml ]; then
   # envscaler.ray on a real 3-raylet Ray cluster (opt-in mark `ray`, ~1.5 min on 2 cores)
   .venv/bin/python -m pytest -q python-client/tests -m ray
   # the trainer adapters inside the real trainers (opt-in mark `trainers`), one job in a venv of its
-  # own: python-client[train] pins torch (~6 GB, the CUDA build PyPI has; it runs on CPU), TRL,
-  # skyrl-gym and verifiers, whose pins (mcp==2.0.0, openai<3) [test] cannot share. openrlhf goes in
+  # own: python-client[train] pins torch (~6 GB, the CUDA build PyPI has; it runs on CPU), TRL and
+  # skyrl-gym, kept out of the default suite's venv. openrlhf goes in
   # without its dependencies (vLLM, DeepSpeed and flash-attn need a GPU); its agent module needs
   # only aiohttp and pylatexenc besides torch and transformers.
   started=$(date +%s)
