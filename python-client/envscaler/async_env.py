@@ -116,6 +116,53 @@ class AsyncEnvScalerEnv:
     async def state(self) -> dict[str, Any]:
         return await self._call(self.client.state(self.episode.session()))
 
+    # ------------------------------------------------------------------ snapshots and forks (as EnvScalerEnv's)
+
+    async def snapshot(self) -> str:
+        """Freezes the episode now; returns a snapshot id for :meth:`restore` or :meth:`fork`.
+
+        The snapshot lives in the bridge until :meth:`drop_snapshot`, or until the episode it was
+        taken from is closed or reset (restoring keeps it)."""
+        return str((await self._call(self.client.snapshot(self.episode.session())))["snapshot_id"])
+
+    async def restore(self, snapshot_id: str) -> dict[str, Any]:
+        """Puts this env's episode back to a snapshot's point; returns the bridge's info."""
+        info = dict((await self._call(self.client.restore(self.episode.session(), snapshot_id)))["info"])
+        self.episode.episode_id = info.get("episode_id")
+        self.episode.scenario_id = info.get("scenario_id")
+        self.episode.live = True
+        return info
+
+    async def fork(self, snapshot_id: str | None = None, *, client: AsyncBridgeClient | None = None) -> AsyncEnvScalerEnv:
+        """A new env whose episode continues from this one now (or from ``snapshot_id``): same
+        state, random-number position, clock, step count and conversation. It shares this env's
+        client (with a fleet: its replica); close it when done (its session is closed, the client
+        is not).
+
+        ``client=`` (another replica's AsyncBridgeClient) puts the fork on that replica instead:
+        the episode (or snapshot) is exported here, imported there, forked there and the import
+        dropped, so a group can be spread over replicas (``asyncio.gather`` of forks, one client
+        each). Its forks continue byte-identically to forks made here."""
+        if client is None or client is self._client:
+            result = await self._call(self.client.fork(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.fork(self.episode.session()))
+            child = AsyncEnvScalerEnv(client=self.client, scenario_ids=self._scenario_ids)
+            if self.fleet is not None and self.replica is not None:
+                child.fleet, child.replica = self.fleet, self.replica
+                self.fleet.placed[self.replica] += 1
+        else:
+            exported = await self._call(self.client.export_snapshot(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.export_snapshot(self.episode.session()))
+            held = (await client.import_snapshot(exported["blob"]))["snapshot_id"]
+            try:
+                result = await client.fork(snapshot_id=held)
+            finally:
+                await client.drop_snapshot(held)
+            child = AsyncEnvScalerEnv(client=client, scenario_ids=self._scenario_ids)
+        child.episode.started(str(result["session_id"]), result["info"])
+        return child
+
+    async def drop_snapshot(self, snapshot_id: str) -> bool:
+        return await self._call(self.client.drop_snapshot(snapshot_id))
+
     # ------------------------------------------------------------------ fleet placement
 
     def _place(self) -> None:
