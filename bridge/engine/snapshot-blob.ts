@@ -1,8 +1,8 @@
 // A snapshot as bytes, so one replica can hand an episode to another (protocol op export_snapshot /
 // import_snapshot). The bytes come back from a client, so everything in them is checked before it
 // costs anything: a fixed header that says what the blob is (format, bridge version, env, bundle
-// hash, sizes, digest) is read and judged first; only then is the payload inflated (bounded by the
-// size the header declared) and decoded (scanned like a request frame), and its shape validated.
+// hash, sizes, digest) is read and judged first; only then is a deflated payload inflated (bounded
+// by the size the header declared) and decoded (scanned like a request frame), and its shape validated.
 // What the payload holds is guest memory and the host-side parts of an episode; the engine that
 // imports it checks the image against its own env image (engine-host.ts).
 import { createHash } from "node:crypto";
@@ -22,6 +22,12 @@ export const SNAPSHOT_FORMAT = 1;
 const MAX_HEADER_BYTES = 16 << 10;
 /** Nesting the payload may have: a request's (64) plus the snapshot's own levels above the actions it keeps. */
 const PAYLOAD_DEPTH = 96;
+/**
+ * Payloads up to this size travel as they are; larger ones are deflated. Deflating costs ~25 ms per
+ * MB of sandbox memory on a busy 2-core machine, more than copying the bytes over loopback costs;
+ * past 1 MiB the size of the frame matters more (a blob must fit in one frame).
+ */
+const DEFLATE_ABOVE = 1 << 20;
 
 const packr = new Packr({ useRecords: false, variableMapSize: true, int64AsType: "number" });
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
@@ -39,7 +45,9 @@ export interface SnapshotBlobHeader {
   state_hash: string;
   /** The payload's size once inflated: checked against the snapshot memory limit before inflating. */
   raw_bytes: number;
-  /** sha256 of the (deflated) payload as it follows the header. */
+  /** How the payload follows the header: as it is, or raw deflate. */
+  encoding: "none" | "deflate";
+  /** sha256 of the payload as it follows the header. */
   sha256: string;
 }
 
@@ -53,6 +61,7 @@ const Header = z.strictObject({
   step: z.number().int().min(0),
   state_hash: z.string().max(200),
   raw_bytes: z.number().int().min(0),
+  encoding: z.enum(["none", "deflate"]),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
 });
 
@@ -108,11 +117,14 @@ function plain(v: unknown): unknown {
 }
 
 /** The blob of a snapshot; `header` is everything but the sizes and digest, which are computed here. */
-export function encodeSnapshotBlob(payload: SnapshotPayload, header: Omit<SnapshotBlobHeader, "format" | "protocol_version" | "raw_bytes" | "sha256">): Buffer {
+export function encodeSnapshotBlob(payload: SnapshotPayload, header: Omit<SnapshotBlobHeader, "format" | "protocol_version" | "raw_bytes" | "encoding" | "sha256">, deflateAbove = DEFLATE_ABOVE): Buffer {
   const raw = packr.pack(plain(payload));
-  // level 1: sandbox memory compresses several-fold even so, at a few ms per MB
-  const body = deflateRawSync(raw, { level: 1 });
-  const full: SnapshotBlobHeader = { format: SNAPSHOT_FORMAT, protocol_version: PROTOCOL_VERSION, ...header, raw_bytes: raw.length, sha256: createHash("sha256").update(body).digest("hex") };
+  const deflate = raw.length > deflateAbove;
+  // level 1: sandbox memory shrinks 2-3× even so
+  const body = deflate ? deflateRawSync(raw, { level: 1 }) : raw;
+  const full: SnapshotBlobHeader = {
+    format: SNAPSHOT_FORMAT, protocol_version: PROTOCOL_VERSION, ...header, raw_bytes: raw.length, encoding: deflate ? "deflate" : "none", sha256: createHash("sha256").update(body).digest("hex"),
+  };
   const head = packr.pack(full);
   const prefix = Buffer.alloc(MAGIC.length + 1 + 4);
   MAGIC.copy(prefix);
@@ -140,14 +152,16 @@ export function readSnapshotBlobHeader(blob: Uint8Array): { header: SnapshotBlob
 /** The payload of a blob whose header was judged acceptable: digest, bounded inflate, scan, shape. Every failure is a bad_request. */
 export function decodeSnapshotPayload(header: SnapshotBlobHeader, body: Uint8Array): SnapshotPayload {
   if (createHash("sha256").update(body).digest("hex") !== header.sha256) throw new ProtocolError("bad_request", "blob: the payload does not match its digest (corrupted or cut short)");
-  let raw: Buffer;
-  try {
-    // never more than the header declared (and was admitted for): a deflate bomb stops there
-    raw = inflateRawSync(body, { maxOutputLength: Math.max(1, header.raw_bytes) });
-  } catch (e) {
-    throw new ProtocolError("bad_request", `blob: the payload does not inflate to its declared ${header.raw_bytes} bytes: ${(e as Error).message}`);
+  let raw: Uint8Array = body;
+  if (header.encoding === "deflate") {
+    try {
+      // never more than the header declared (and was admitted for): a deflate bomb stops there
+      raw = inflateRawSync(body, { maxOutputLength: Math.max(1, header.raw_bytes) });
+    } catch (e) {
+      throw new ProtocolError("bad_request", `blob: the payload does not inflate to its declared ${header.raw_bytes} bytes: ${(e as Error).message}`);
+    }
   }
-  if (raw.length !== header.raw_bytes) throw new ProtocolError("bad_request", `blob: the payload inflates to ${raw.length} bytes, not the declared ${header.raw_bytes}`);
+  if (raw.length !== header.raw_bytes) throw new ProtocolError("bad_request", `blob: the payload is ${raw.length} bytes (inflated), not the declared ${header.raw_bytes}`);
   try {
     scanFrame(raw, PAYLOAD_DEPTH);
   } catch (e) {

@@ -23,12 +23,12 @@ function withHeader(blob: Buffer, change: (h: SnapshotBlobHeader) => void): Buff
 }
 
 /** The blob re-made with its payload changed (a well-formed blob of a tampered snapshot). */
-function withPayload(blob: Buffer, change: (p: SnapshotPayload) => void): Buffer {
+function withPayload(blob: Buffer, change: (p: SnapshotPayload) => void, deflateAbove?: number): Buffer {
   const { header, body } = readSnapshotBlobHeader(blob);
   const payload = decodeSnapshotPayload(header, body);
   change(payload);
-  const { format: _f, protocol_version: _p, raw_bytes: _r, sha256: _s, ...rest } = header;
-  return encodeSnapshotBlob(payload, rest);
+  const { format: _f, protocol_version: _p, raw_bytes: _r, encoding: _e, sha256: _s, ...rest } = header;
+  return encodeSnapshotBlob(payload, rest, deflateAbove);
 }
 
 describe("snapshots moved between runtimes", () => {
@@ -109,7 +109,12 @@ describe("snapshots moved between runtimes", () => {
     corrupt[corrupt.length - 10] ^= 0xff;
     await expect(imp(corrupt)).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("digest") });
     await expect(imp(blob.subarray(0, blob.length - 100))).rejects.toMatchObject({ code: "bad_request" });
-    await expect(imp(withHeader(blob, (h) => (h.raw_bytes -= 1)))).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("inflate") });
+    await expect(imp(withHeader(blob, (h) => (h.raw_bytes -= 1)))).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("not the declared") });
+    // a deflated payload (what a large snapshot gets) inflates only up to the size its header declared
+    const deflated = withPayload(blob, () => undefined, 0);
+    expect(readSnapshotBlobHeader(deflated).header.encoding).toBe("deflate");
+    expect(deflated.length).toBeLessThan(blob.length);
+    await expect(imp(withHeader(deflated, (h) => (h.raw_bytes -= 1)))).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("does not inflate") });
     // tampered contents, in a well-formed blob: limits, memory layout, shape
     await expect(imp(withPayload(blob, (p) => (p.snapshot.image.limits.callTimeoutMs = 10 ** 9)))).rejects.toMatchObject({ code: "snapshot_incompatible", message: expect.stringContaining("limits") });
     await expect(imp(withPayload(blob, (p) => ((p.snapshot.image as { stackBytes: number }).stackBytes += 65536)))).rejects.toMatchObject({ code: "snapshot_incompatible", message: expect.stringContaining("stack") });
@@ -117,6 +122,9 @@ describe("snapshots moved between runtimes", () => {
     await expect(imp(withPayload(blob, (p) => ((p.snapshot as unknown as { methods: unknown }).methods = 42)))).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("methods") });
     expect(b.stats()).toEqual(before);
 
+    const fromDeflated = await imp(deflated, { holder: "c4" });
+    expect((await b.fork({ snapshot_id: fromDeflated.snapshot_id })).state_hash).toBe(a.stateHash(src.episode_id));
+    await b.dropSnapshot(fromDeflated.snapshot_id);
     // limits shared with snapshots: imports per connection, and the snapshot memory
     const first = await imp(blob);
     const second = await imp(blob);
