@@ -53,7 +53,8 @@ def main() -> None:
             if r > 0:
                 rates.append(steps / (t2 - t0))
                 fork_ms.append((t1 - t0) * 1000)
-        print(json.dumps({"steps_per_s": statistics.median(rates), "fork_ms": statistics.median(fork_ms), "rounds": args.rounds, "group": args.group, "steps_per_round": args.group * len(rest), "replicas": len(vec.clients)}))
+        result = {"steps_per_s": statistics.median(rates), "fork_ms": statistics.median(fork_ms), "rounds": args.rounds, "group": args.group}
+        print(json.dumps({**result, "steps_per_round": args.group * len(rest), "replicas": len(vec.clients)}))
     finally:
         vec.close()
 
