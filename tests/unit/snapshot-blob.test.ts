@@ -3,14 +3,20 @@
 // another version or env, corrupted, tampered with or over a limit is refused with a typed error
 // before it costs anything.
 import { join } from "node:path";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { Dealer } from "zeromq";
+import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { decodeSnapshotPayload, encodeSnapshotBlob, readSnapshotBlobHeader, type SnapshotBlobHeader, type SnapshotPayload } from "../../bridge/engine/snapshot-blob.js";
-import { encodeFrame } from "../../protocol/codec.js";
+import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
+import { PROTOCOL_VERSION, RESULT_SCHEMAS } from "../../protocol/messages.js";
 
 const ENVS = join(import.meta.dirname, "..", "..", "envs");
 const V = "0.1.0";
 const MAX = 8 << 20;
+const silent = pino({ level: "silent" });
 
 /** The blob with its header changed (the payload and its digest kept). */
 function withHeader(blob: Buffer, change: (h: SnapshotBlobHeader) => void): Buffer {
@@ -140,5 +146,50 @@ describe("snapshots moved between runtimes", () => {
     expect(b.snapshotInfo(first.snapshot_id)).not.toBeNull();
     await b.dropSnapshot(first.snapshot_id);
     expect(b.stats().snapshot_bytes).toBe(before.snapshot_bytes);
+  });
+});
+
+describe("export_snapshot / import_snapshot over the wire", () => {
+  test("results fit their schemas; an import resent with its id is answered once; a blob over the frame is too_large; an idle import is reaped", async () => {
+    const rt = await EnvRuntime.start({ envs: [ENVS] });
+    // a frame of 256 KiB: library-1's ~0.4 MB sandbox does not fit as a blob
+    const small = new BridgeServer({ runtime: rt, endpoint: "tcp://127.0.0.1:*", logger: silent, limits: { maxFrameBytes: 256 << 10 } });
+    const rt2 = await EnvRuntime.start({ envs: [ENVS] });
+    const s = new BridgeServer({ runtime: rt2, endpoint: "tcp://127.0.0.1:*", logger: silent, limits: { idleTimeoutS: 0.4 } });
+    await Promise.all([small.start(), s.start()]);
+    const c = new BridgeClient(s.endpoint, { timeoutMs: 10_000 });
+    const cs = new BridgeClient(small.endpoint, { timeoutMs: 10_000 });
+    const raw = new Dealer({ routingId: "fixed-identity", receiveTimeout: 5000 });
+    raw.connect(s.endpoint);
+    try {
+      const hello = RESULT_SCHEMAS.hello.parse(await c.request("hello"));
+      expect(hello.ops).toEqual(expect.arrayContaining(["export_snapshot", "import_snapshot"]));
+      expect(hello.limits.max_snapshot_blob_bytes).toBe((8 << 20) - 4096);
+      const { session_id } = await c.request<{ session_id: string }>("reset", { scenario_id: "library-1", seed: 2 });
+      const exported = RESULT_SCHEMAS.export_snapshot.parse(await c.request("export_snapshot", { session_id }));
+      const ask = async () => {
+        await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: 77, op: "import_snapshot", blob: exported.blob }));
+        const [frame] = await raw.receive();
+        return decodeFrame(frame!) as { ok: boolean; result: { snapshot_id: string } };
+      };
+      const first = await ask();
+      expect(first.ok).toBe(true);
+      RESULT_SCHEMAS.import_snapshot.parse(first.result);
+      expect((await ask()).result.snapshot_id).toBe(first.result.snapshot_id); // a retry: one import, not two
+      expect(rt2.stats().snapshots).toBe(1);
+      // the smaller replica cannot hand this episode out in one frame
+      const { session_id: s2 } = await cs.request<{ session_id: string }>("reset", { scenario_id: "library-1", seed: 2 });
+      const err = await cs.request("export_snapshot", { session_id: s2 }).catch((e: BridgeError) => e);
+      expect(err).toMatchObject({ code: "too_large", message: expect.stringContaining("max_snapshot_blob_bytes") });
+      // nobody uses the import: the idle reaper drops it (the session it came with is reaped too)
+      for (let waited = 0; rt2.stats().snapshots > 0 && waited < 10_000; waited += 100) await new Promise((res) => setTimeout(res, 100));
+      expect(rt2.stats().snapshots).toBe(0);
+    } finally {
+      raw.close();
+      c.close();
+      cs.close();
+      await Promise.all([small.stop(), s.stop()]);
+      await Promise.all([rt.close(), rt2.close()]);
+    }
   });
 });
