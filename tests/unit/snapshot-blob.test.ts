@@ -112,7 +112,7 @@ describe("snapshots moved between runtimes", () => {
     await expect(imp(withHeader(blob, (h) => (h.raw_bytes = 1 << 30)))).rejects.toMatchObject({ code: "too_large", message: expect.stringContaining("--max-snapshot-mb") });
     await expect(imp(blob, { maxBlobBytes: 100 })).rejects.toMatchObject({ code: "too_large", message: expect.stringContaining("max_snapshot_blob_bytes") });
     const corrupt = Buffer.from(blob);
-    corrupt[corrupt.length - 10] ^= 0xff;
+    corrupt[corrupt.length - 10] = corrupt[corrupt.length - 10]! ^ 0xff;
     await expect(imp(corrupt)).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("digest") });
     await expect(imp(blob.subarray(0, blob.length - 100))).rejects.toMatchObject({ code: "bad_request" });
     await expect(imp(withHeader(blob, (h) => (h.raw_bytes -= 1)))).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("not the declared") });
