@@ -227,3 +227,26 @@ def test_async_env_snapshot_restore_and_fork_match_the_sync_api(bundled2):
             assert (await a1.stats())["snapshots"] == 0  # the imports were dropped
 
     asyncio.run(main())
+
+
+def test_fleet_vector_env_deals_a_fork_group_out_over_its_live_replicas():
+    """Two separate bridges as a fleet's replicas: the group is dealt out in turn, the placement counts follow."""
+    from envscaler.fleet_view import FleetView
+
+    with start_bridge(envs=[NOTES_ENVS]) as a, start_bridge(envs=[NOTES_ENVS]) as b:
+        view = FleetView.static([{"uid": "a", "endpoint": a.endpoints[0]}, {"uid": "b", "endpoint": b.endpoints[0]}], refresh_interval=0, timeout=20)
+        vec = EnvScalerVectorEnv(view, 6, scenario_ids=["notes-1"])
+        try:
+            assert type(vec).__name__ == "FleetVectorEnv"
+            vec.reset(seed=2, options={"scenario_id": "notes-1"})
+            vec.step([REFERENCE_ACTIONS[0]] * 6)
+            source = vec.state(0)
+            outcomes = vec.fork(0)
+            assert all(isinstance(o, str) for o in outcomes), outcomes
+            uids = [vec.replica_uid(i) for i in range(6)]
+            assert Counter(uids) == {"a": 3, "b": 3} and view.placed == Counter(uids)
+            assert all(vec.state(i) == source for i in range(6))
+            _, _, _, _, infos = vec.step([REFERENCE_ACTIONS[1]] * 6)
+            assert len(set(infos["state_hash"])) == 1
+        finally:
+            vec.close()
