@@ -136,7 +136,7 @@ def test_vector_fork_spreads_the_group_over_both_replicas(bundled2):
         assert sent["export_snapshot"] == 1 and sent["import_snapshot"] == 1 and sent["snapshot"] == 1 and sent["fork"] == 7
         for i in range(8):
             assert vec.state(i) == source_hash
-        _, rewards, _, _, infos = vec.step([REFERENCE_ACTIONS[1]] * 8)
+        _, _, _, _, infos = vec.step([REFERENCE_ACTIONS[1]] * 8)
         assert len(set(infos["state_hash"])) == 1 and {int(s) for s in infos["step"]} == {2}
         # nothing is left held: the snapshot and the import are dropped (without waiting for the answers)
         with bundled2.client(0) as c0, bundled2.client(1) as c1:

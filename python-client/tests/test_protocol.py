@@ -14,6 +14,7 @@ from envscaler.protocol import BridgeError, BridgeTimeout, CodecError, error_for
 
 from helpers import PROTOCOL_DOC, REPO, VECTORS
 
+
 def _bytes_of(obj: dict) -> object:
     """The vector files write bytes (msgpack bin) as {"$bytes": "<hex>"}: read back as bytes."""
     return bytes.fromhex(obj["$bytes"]) if set(obj) == {"$bytes"} else obj
