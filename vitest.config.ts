@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     env: { TZ: "UTC" },
+    // every connect and bind of a test process stays on loopback (tests/loopback-guard.ts)
+    setupFiles: ["tests/loopback-guard.ts"],
   },
 });

@@ -1,4 +1,4 @@
-"""Measures an envscaler fleet on 2 simulated nodes (worker raylets of ray.cluster_utils.Cluster).
+"""Measures an envscaler fleet on 2 simulated nodes (worker raylets of an envscaler.ray.LocalCluster, all on 127.0.0.1).
 
 1. Fleet start: from start_fleet() to every replica answering ``hello`` over CurveZMQ and listed
    by the registry (start_fleet waits for both), then checked once more from the driver.
@@ -18,12 +18,9 @@ import os
 import time
 from pathlib import Path
 
-import ray
-from ray.cluster_utils import Cluster
-
 from envscaler import BridgeClient, EnvScalerVectorEnv
 from envscaler.fleet_view import FleetView
-from envscaler.ray import start_fleet
+from envscaler.ray import LocalCluster, start_fleet
 
 NOTES_ENVS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "envs"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -68,16 +65,13 @@ def main() -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     out: dict = {"cpus": os.cpu_count()}
     t = time.perf_counter()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    for _ in range(2):
-        cluster.add_node(num_cpus=1, resources={"envnode": 1})
-    ray.init(address=cluster.address, namespace="envscaler-bench", log_to_driver=False)
-    cluster.wait_for_nodes()
+    # every simulated node on 127.0.0.1: the bench's traffic stays on loopback
+    cluster = LocalCluster(2, worker_resources={"envnode": 1}, namespace="envscaler-bench")
     out["cluster_start_s"] = round(time.perf_counter() - t, 2)
     fleet = None
     try:
         t = time.perf_counter()
-        fleet = start_fleet(nodes="envnode", replicas_per_node=1, cpus_per_replica=0.5, envs=[str(NOTES_ENVS)], extra_args=["--no-record"])
+        fleet = start_fleet(nodes="envnode", replicas_per_node=1, cpus_per_replica=0.5, envs=[str(NOTES_ENVS)], extra_args=["--no-record"], host="127.0.0.1")
         out["fleet_start_s"] = round(time.perf_counter() - t, 2)
         view = fleet.view()
         for uid, r in view.replicas.items():
@@ -96,8 +90,7 @@ def main() -> None:
     finally:
         if fleet is not None:
             fleet.shutdown()
-        ray.shutdown()
-        cluster.shutdown()
+        cluster.close()
     print(json.dumps(out, indent=2))
 
 

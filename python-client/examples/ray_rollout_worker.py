@@ -7,7 +7,7 @@ scenario's first tool call and then replies, standing in for the model.
 
     python python-client/examples/ray_rollout_worker.py [--address auto] [--envs DIR]
 
-Without --address it starts a one-node Ray instance of its own.
+Without --address it starts a one-node Ray cluster of its own on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import asyncio
 import ray
 
 import envscaler
-from envscaler.ray import start_fleet
+from envscaler.ray import LocalCluster, start_fleet
+from envscaler.ray.local_cluster import LOOPBACK
 
 NAMESPACE = "envscaler-example"
 
@@ -70,8 +71,12 @@ def main() -> None:
     p.add_argument("--envs", nargs="*", default=None, help="bundle folders, present on every node (default: the bundled envs)")
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args()
-    ray.init(address=args.address, namespace=NAMESPACE)
-    fleet = start_fleet(nodes="all", replicas_per_node=1, cpus_per_replica=0.5, envs=args.envs, extra_args=["--no-record"])
+    # a cluster of its own runs on 127.0.0.1 (envscaler.ray.LocalCluster: the example's traffic
+    # stays on loopback); on a real cluster each node's replicas bind to that node's address
+    local = LocalCluster(0, head_cpus=2, namespace=NAMESPACE) if args.address is None else None
+    if local is None:
+        ray.init(address=args.address, namespace=NAMESPACE)
+    fleet = start_fleet(nodes="all", replicas_per_node=1, cpus_per_replica=0.5, envs=args.envs, extra_args=["--no-record"], host=LOOPBACK if local else None)
     try:
         print("replicas:", [(r["endpoint"], r["node_id"][:8]) for r in fleet.endpoints()])
         workers = [RolloutWorker.remote(4) for _ in range(args.workers)]
@@ -82,7 +87,10 @@ def main() -> None:
             print("node", node["node_id"][:8], "sessions", node["sessions"], "requests/s", node["requests_per_s"], "restarts", node["restarts"])
     finally:
         fleet.shutdown()
-        ray.shutdown()
+        if local is not None:
+            local.close()
+        else:
+            ray.shutdown()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,13 @@ import pytest
 
 from envscaler import Bridge, BridgeClient
 
+import loopback_guard
 from helpers import BUNDLED_ENVS, FAULT_ENVS, HOSTILE_ENVS, NOTES_ENVS, REPO, SMALL_FRAME_LIMIT, start_bridge
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported: every connect/bind of this process must stay on loopback."""
+    loopback_guard.install()
 
 
 @pytest.fixture(scope="session", autouse=True)

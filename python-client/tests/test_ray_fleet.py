@@ -1,11 +1,11 @@
-"""envscaler.ray on a real multi-node Ray cluster on this machine (ray.cluster_utils.Cluster).
+"""envscaler.ray on a real multi-node Ray cluster on this machine, every node on 127.0.0.1.
 
 A head raylet plus two worker raylets carrying the custom resource ``envnode`` (so the fleet
 selects them and not the head); every raylet is a separate node to Ray, with its own node id,
-workers and processes, but all share this machine's IP. The fleet binds each replica to the IP
-Ray reports for its node (here a non-loopback address, so the bridge itself insists on
-CurveZMQ); where Ray reports loopback, the tests bind a non-loopback address of this machine
-instead, so every connection in this file is a CurveZMQ one over a non-loopback interface.
+workers and processes. The cluster is an ``envscaler.ray.LocalCluster``: every node, and so every
+replica the fleet binds to its node's IP, is on loopback (tests send no traffic anywhere else;
+``_loopback_only`` checks what Ray and the fleet report after every test). The replicas still
+use CurveZMQ, as on a real cluster, so the key handling is exercised over loopback.
 
 The tests run in file order against one cluster and one fleet: later tests build on the kills,
 node removal and node addition of earlier ones. Marked ``ray``; skipped when Ray (the
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -26,13 +25,14 @@ import time
 import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray tests need the [ray] extra: pip install -e 'python-client[ray]'")
-from ray.cluster_utils import Cluster  # noqa: E402
 
 import envscaler  # noqa: E402
 from envscaler import BridgeClient, BridgeTimeout, EnvScalerVectorEnv  # noqa: E402
-from envscaler.ray import REGISTRY_NAME, start_fleet  # noqa: E402
+from envscaler.ray import REGISTRY_NAME, LocalCluster, start_fleet  # noqa: E402
+from envscaler.ray.local_cluster import LOOPBACK  # noqa: E402
 
 from helpers import FINAL_REPLY, NOTES_ENVS, REFERENCE_ACTIONS, wait_for  # noqa: E402
+from loopback_guard import check_endpoint, check_host  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
 
@@ -41,17 +41,6 @@ HEARTBEAT_S, TTL_S, RECONCILE_S = 0.5, 2.0, 1.0
 #: how long after a node dies until no client can get its endpoints: the registry's TTL plus one
 #: heartbeat and one reconcile round (either withdraws it), plus scheduling slack on 2 shared cores
 WITHDRAW_BOUND_S = TTL_S + HEARTBEAT_S + RECONCILE_S + 3.0
-
-
-def _non_loopback_ip() -> str | None:
-    """An address of this machine other than loopback (no packet is sent: UDP connect only routes)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.1", 9))
-            ip = s.getsockname()[0]
-        except OSError:
-            return None
-    return None if ip.startswith("127.") else ip
 
 
 def _pid_alive(pid: int) -> bool:
@@ -64,31 +53,12 @@ def _pid_alive(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def cluster():
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
-    workers = [c.add_node(num_cpus=1, resources={"envnode": 1}) for _ in range(2)]
-    try:
-        ray.init(address=c.address, namespace=NAMESPACE, log_to_driver=False)
-        c.wait_for_nodes()
-        yield c, workers
-    finally:
-        ray.shutdown()
-        c.shutdown()
+    with LocalCluster(2, worker_resources={"envnode": 1}, namespace=NAMESPACE) as c:
+        yield c, c.workers
 
 
 @pytest.fixture(scope="module")
-def host(cluster):
-    ip = ray.util.get_node_ip_address()
-    if not ip.startswith("127."):
-        return None  # the fleet's default, the node's IP as Ray reports it, is already non-loopback
-    other = _non_loopback_ip()
-    if other is None:
-        pytest.skip("this machine has no non-loopback IPv4 address to exercise cross-node CurveZMQ on")
-    return other
-
-
-@pytest.fixture(scope="module")
-def fleet(cluster, host):
+def fleet(cluster):
     f = start_fleet(
         nodes="envnode",
         replicas_per_node=1,
@@ -98,10 +68,24 @@ def fleet(cluster, host):
         heartbeat_s=HEARTBEAT_S,
         ttl_s=TTL_S,
         reconcile_s=RECONCILE_S,
-        host=host,
+        host=LOOPBACK,
     )
     yield f
     f.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(request):
+    """After every test: Ray's nodes and every endpoint the fleet hands out are on loopback."""
+    yield
+    for n in ray.nodes():
+        if n.get("Alive"):
+            check_host(str(n["NodeManagerAddress"]), "a Ray node's address")
+    if "fleet" in request.fixturenames:
+        view = request.getfixturevalue("fleet").view()
+        view.refresh(force=True)
+        for r in view.replicas.values():
+            check_endpoint(str(r["endpoint"]), "an endpoint the fleet handed out")
 
 
 def _by_node(fleet):
@@ -128,7 +112,7 @@ def test_one_agent_per_selected_node_and_every_endpoint_answers(cluster, fleet):
     view = fleet.view()
     assert len(view.replicas) == 2 and {r["node_id"] for r in view.replicas.values()} == set(agents)
     for uid, r in view.replicas.items():
-        assert not r["endpoint"].startswith("tcp://127.")
+        assert r["endpoint"].startswith("tcp://127.0.0.1:")
         with BridgeClient(r["endpoint"], timeout=10, curve=view.curve_for(uid)) as client:
             hello = client.hello()
             assert hello["server"] == "envscaler"

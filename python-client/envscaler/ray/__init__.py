@@ -11,6 +11,7 @@ The core package never imports this module (nor Ray).
 """
 
 from .fleet import EnvFleet, FleetHandle, discover, start_fleet
+from .local_cluster import LocalCluster
 from .registry import REGISTRY_NAME
 
-__all__ = ["REGISTRY_NAME", "EnvFleet", "FleetHandle", "discover", "start_fleet"]
+__all__ = ["REGISTRY_NAME", "EnvFleet", "FleetHandle", "LocalCluster", "discover", "start_fleet"]
