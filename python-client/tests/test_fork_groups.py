@@ -204,6 +204,8 @@ def test_async_env_snapshot_restore_and_fork_match_the_sync_api(bundled2):
             there = await env.fork(client=a1)  # the same episode, moved to replica 1
             from_snap = await env.fork(snap, client=a1)
             assert here.client is a0 and there.client is a1 and from_snap.client is a1
+            at_fork = env.messages  # the conversation travels with each fork, on either replica
+            assert len(at_fork) >= 3 and here.messages == at_fork and there.messages == at_fork and from_snap.messages == at_fork
 
             async def play(e: AsyncEnvScalerEnv) -> list[Any]:
                 out = []
@@ -218,6 +220,7 @@ def test_async_env_snapshot_restore_and_fork_match_the_sync_api(bundled2):
             assert want[-1] == 1.0
             info = await env.restore(snap)
             assert info["step"] == 1 and info["forked_from"] == {"snapshot_id": snap, "step": 1}
+            assert env.messages == at_fork
             assert await play(env) == want
             assert await env.drop_snapshot(snap) is True
             with pytest.raises(UnknownSnapshot):
