@@ -14,6 +14,7 @@ import pytest
 
 from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, Bridge, BridgeClient, EnvScalerVectorEnv
 from envscaler.protocol import BadRequest, BridgeError, SnapshotIncompatible, TooManySessions, UnknownSnapshot
+from envscaler.transcript import VectorTranscripts
 
 from helpers import BUNDLED_ENVS, NOTES_ENVS, REFERENCE_ACTIONS, start_bridge, wait_for
 
@@ -124,14 +125,20 @@ def test_blobs_from_elsewhere_are_refused_with_typed_errors(bundled2):
 def test_vector_fork_spreads_the_group_over_both_replicas(bundled2):
     vec = EnvScalerVectorEnv(bundled2.endpoints, num_envs=8, scenario_ids=["notes-1"])
     try:
-        vec.reset(seed=5, options={"scenario_id": "notes-1"})
-        vec.step([REFERENCE_ACTIONS[0]] * 8)
+        vt = VectorTranscripts(8)
+        vt.reset(*vec.reset(seed=5, options={"scenario_id": "notes-1"}))
+        first = [REFERENCE_ACTIONS[0]] + [{"name": "list_notes", "arguments": {"user_id": "u1"}}] * 7
+        obs, _, terminated, truncated, infos = vec.step(first)
+        vt.step(first, obs, terminated, truncated, infos)
         source_hash = vec.state(0)
         before = dict(vec.requests_sent)
         outcomes = vec.fork(0)
         sent = {op: n - before.get(op, 0) for op, n in vec.requests_sent.items() if n != before.get(op, 0)}
         assert all(isinstance(o, str) for o in outcomes) and len(outcomes) == 7
         assert Counter(vec.replica_of) == {0: 4, 1: 4}  # each sub-env on its own replica: 4 and 4
+        assert vt[1].messages() != vt[0].messages()
+        vt.fork(0, outcomes)  # the transcripts follow: every target continues sub-env 0's conversation
+        assert all(vt[i].messages() == vt[0].messages() for i in range(8))
         # exported once, imported once on the other replica, one fork per target
         assert sent["export_snapshot"] == 1 and sent["import_snapshot"] == 1 and sent["snapshot"] == 1 and sent["fork"] == 7
         for i in range(8):
