@@ -21,6 +21,7 @@ import { mediumBundle } from "./medium-bundle.js";
 import { startLatencyFixture } from "./latency-fixture.js";
 import { libraryForBench, OPENENV_CORE, openEnvRows } from "./openenv-peer.js";
 import { rolloutShareRows } from "./rollout-share.js";
+import { forkGroupRows } from "./fork-group.js";
 import { fmt, median, type Row, spread, versus } from "./rows.js";
 
 const execFileAsync = promisify(execFile);
@@ -350,6 +351,11 @@ const SECTIONS: Record<string, (py: string) => Promise<void>> = {
   memory: () => memory(),
   checker: () => checkerTime(),
   synth: () => synthThroughput(),
+  fork: async () => {
+    const r = await forkGroupRows({ root: ROOT, quick, logger: silent });
+    rows.push(...r.rows);
+    raw.fork_group = r.raw;
+  },
   rollout: async () => {
     const r = await rolloutShareRows({ quick, logger: silent });
     rows.push(...r.rows);

@@ -11,6 +11,7 @@ export const ERROR_CODES = [
   "session_lost",
   "episode_done",
   "unknown_snapshot",
+  "snapshot_incompatible",
   "too_many_sessions",
   "too_large",
   "overloaded",

@@ -46,6 +46,12 @@ export const ForkRequest = z
   .refine((r) => (r.session_id === undefined) !== (r.snapshot_id === undefined), "give exactly one of session_id and snapshot_id");
 export const RestoreRequest = z.strictObject({ ...base, op: z.literal("restore"), session_id: sessionId, snapshot_id: snapshotId });
 export const DropSnapshotRequest = z.strictObject({ ...base, op: z.literal("drop_snapshot"), snapshot_id: snapshotId });
+/** A snapshot as bytes another replica can import: of a held snapshot, or of a session's episode as it is now. */
+export const ExportSnapshotRequest = z
+  .strictObject({ ...base, op: z.literal("export_snapshot"), session_id: sessionId.optional(), snapshot_id: snapshotId.optional() })
+  .refine((r) => (r.session_id === undefined) !== (r.snapshot_id === undefined), "give exactly one of session_id and snapshot_id");
+/** msgpack bin (a Buffer once decoded); its size is bounded by the frame and by `max_snapshot_blob_bytes`, checked by the bridge. */
+export const ImportSnapshotRequest = z.strictObject({ ...base, op: z.literal("import_snapshot"), blob: z.instanceof(Uint8Array) });
 
 export const Request = z.discriminatedUnion("op", [
   HelloRequest,
@@ -62,11 +68,14 @@ export const Request = z.discriminatedUnion("op", [
   ForkRequest,
   RestoreRequest,
   DropSnapshotRequest,
+  ExportSnapshotRequest,
+  ImportSnapshotRequest,
 ]);
 export type Request = z.infer<typeof Request>;
 export type Op = Request["op"];
 export const OPS = [
   "hello", "list_envs", "list_scenarios", "reset", "step", "step_batch", "finish", "state", "close", "stats", "snapshot", "fork", "restore", "drop_snapshot",
+  "export_snapshot", "import_snapshot",
 ] as const satisfies readonly Op[];
 
 export const ErrorBody = z.object({ code: z.enum(ERROR_CODES), message: z.string() });
@@ -144,4 +153,6 @@ export const RESULT_SCHEMAS = {
   fork: ForkResultSchema,
   restore: ForkResultSchema.omit({ session_id: true }),
   drop_snapshot: z.object({ dropped: z.boolean() }),
+  export_snapshot: z.object({ blob: z.instanceof(Uint8Array), bytes: z.number().int(), scenario_id: z.string(), step: z.number().int(), state_hash: z.string() }),
+  import_snapshot: z.object({ snapshot_id: z.string(), scenario_id: z.string(), step: z.number().int(), bytes: z.number().int(), state_hash: z.string() }),
 } satisfies Record<Op, z.ZodType>;

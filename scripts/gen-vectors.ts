@@ -30,6 +30,11 @@ const twoCalls = {
   info: { ...step.info, tool_calls: [...step.info.tool_calls, { id: "call_1", name: "rm", arguments: {}, error: "unknown tool 'rm'" }] },
 };
 
+/** Stands for a blob in the vectors (a real one is ~100 KB): bytes as msgpack bin, 0x00 and 0xff included. */
+const BLOB = Buffer.from("4553534e4150010000000a00ff", "hex");
+/** Bytes have no JSON form: the vector files write them as {"$bytes": "<hex>"}, which both suites read back as bytes. */
+const asJson = (_k: string, v: unknown) => (v && typeof v === "object" && (v as { type?: string }).type === "Buffer" ? { $bytes: Buffer.from((v as { data: number[] }).data).toString("hex") } : v);
+
 const messages: { name: string; kind: "request" | "reply"; op: string; value: unknown; expanded?: unknown }[] = [
   { name: "hello", kind: "request", op: "hello", value: { v: V, id: 1, op: "hello", client: "pytest" } },
   { name: "list_scenarios filtered", kind: "request", op: "list_scenarios", value: { v: V, id: 2, op: "list_scenarios", env_id: "notes-v1" } },
@@ -43,6 +48,12 @@ const messages: { name: string; kind: "request" | "reply"; op: string; value: un
   { name: "fork a snapshot", kind: "request", op: "fork", value: { v: V, id: 22, op: "fork", snapshot_id: "snap-1" } },
   { name: "restore", kind: "request", op: "restore", value: { v: V, id: 23, op: "restore", session_id: "s-a", snapshot_id: "snap-1" } },
   { name: "drop_snapshot", kind: "request", op: "drop_snapshot", value: { v: V, id: 24, op: "drop_snapshot", snapshot_id: "snap-1" } },
+  { name: "export a session's episode", kind: "request", op: "export_snapshot", value: { v: V, id: 26, op: "export_snapshot", session_id: "s-a" } },
+  { name: "export a snapshot", kind: "request", op: "export_snapshot", value: { v: V, id: 27, op: "export_snapshot", snapshot_id: "snap-1" } },
+  { name: "import_snapshot", kind: "request", op: "import_snapshot", value: { v: V, id: 28, op: "import_snapshot", blob: BLOB } },
+  { name: "export_snapshot result", kind: "reply", op: "export_snapshot", value: { v: V, id: 27, ok: true, result: { blob: BLOB, bytes: BLOB.length, scenario_id: "notes-1", step: 3, state_hash: "cd".repeat(32) } } },
+  { name: "import_snapshot result", kind: "reply", op: "import_snapshot", value: { v: V, id: 28, ok: true, result: { snapshot_id: "snap-2", scenario_id: "notes-1", step: 3, bytes: 458752, state_hash: "cd".repeat(32) } } },
+  { name: "snapshot_incompatible error", kind: "reply", op: "import_snapshot", value: { v: V, id: 29, ok: false, error: { code: "snapshot_incompatible", message: "blob: env notes-v1 here is another bundle (hash 0123456789ab, the blob's ba9876543210)" } } },
   { name: "snapshot result", kind: "reply", op: "snapshot", value: { v: V, id: 20, ok: true, result: { snapshot_id: "snap-1", step: 3, bytes: 458752, state_hash: "cd".repeat(32) } } },
   { name: "fork result", kind: "reply", op: "fork", value: { v: V, id: 21, ok: true, result: { session_id: "s-0-0a1b2c3d-01", info: { episode_id: "e-2", env_id: "notes-v1", scenario_id: "notes-1", mode: "task", seed: 7, step: 3, state_hash: "cd".repeat(32), tools: [], forked_from: { session_id: "s-a", step: 3 } } } } },
   { name: "restore result", kind: "reply", op: "restore", value: { v: V, id: 23, ok: true, result: { info: { episode_id: "e-3", env_id: "notes-v1", scenario_id: "notes-1", mode: "task", seed: 7, step: 3, state_hash: "cd".repeat(32), tools: [], forked_from: { snapshot_id: "snap-1", step: 3 } } } } },
@@ -62,7 +73,7 @@ const messages: { name: string; kind: "request" | "reply"; op: string; value: un
   { name: "error reply", kind: "reply", op: "step", value: { v: V, id: 10, ok: false, error: { code: "session_lost", message: "session s-1-aa-00 was lost: replica 1 restarted" } } },
   { name: "error reply without id", kind: "reply", op: "step", value: { v: V, id: null, ok: false, error: { code: "bad_request", message: "not msgpack" } } },
 ];
-writeFileSync(join(dir, "messages.json"), JSON.stringify(messages.map((m) => ({ ...m, msgpack_hex: hex(m.value) })), null, 1) + "\n");
+writeFileSync(join(dir, "messages.json"), JSON.stringify(messages.map((m) => ({ ...m, msgpack_hex: hex(m.value) })), asJson, 1) + "\n");
 
 // Frames a hostile or broken client may send, and the error each must get (the bridge survives all).
 const nested = (depth: number) => Buffer.concat([Buffer.alloc(depth, 0x91), Buffer.from([0xc0])]).toString("hex");
@@ -90,6 +101,8 @@ const bad = [
   { name: "seed out of range", hex: hex({ v: V, id: 17, op: "reset", scenario_id: "notes-1", seed: -1 }), code: "bad_request" },
   { name: "fork naming both a session and a snapshot", hex: hex({ v: V, id: 19, op: "fork", session_id: "s", snapshot_id: "snap-1" }), code: "bad_request" },
   { name: "fork naming neither", hex: hex({ v: V, id: 20, op: "fork" }), code: "bad_request" },
+  { name: "export_snapshot naming both a session and a snapshot", hex: hex({ v: V, id: 30, op: "export_snapshot", session_id: "s", snapshot_id: "snap-1" }), code: "bad_request" },
+  { name: "import_snapshot with a blob that is a string", hex: hex({ v: V, id: 31, op: "import_snapshot", blob: "ESSNAP" }), code: "bad_request" },
   { name: "step_batch naming a session twice", hex: hex({ v: V, id: 18, op: "step_batch", steps: [{ session_id: "s", action: "x" }, { session_id: "s", action: "y" }] }), code: "bad_request" },
 ];
 writeFileSync(join(dir, "bad-frames.json"), JSON.stringify(bad, null, 1) + "\n");

@@ -4,8 +4,8 @@
 // checks of the sandbox's wasm (wasm-fuel.ts) stop a call at its deadline without a watchdog.
 import { EnvRegistry } from "../../envs/registry.js";
 import { Episode, EpisodeStateError, type EpisodeSnapshot } from "../episode/episode.js";
-import { EnvLoadError, warmEnv } from "../episode/env-session.js";
-import { fromPortable, toPortable } from "../episode/portable-snapshot.js";
+import { EnvLoadError, localEnvImage, warmEnv } from "../episode/env-session.js";
+import { fromPortable, toPortable, type PortableSnapshot } from "../episode/portable-snapshot.js";
 import { bundleStateBase } from "../state/bundle-state.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { OpenAIUserSimulator, UserSimulatorError, type UserConversation, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
@@ -65,21 +65,21 @@ export class EngineHost {
     const source = req.op === "fork" ? req.from_episode : undefined;
     const tail = this.tails.get(req.episode);
     const sourceTail = source !== undefined ? this.tails.get(source) : undefined;
-    let ok = true;
     const handle = () => (this.options.around ? this.options.around(req.slot, () => this.handle(req)) : this.handle(req));
     const run = () =>
       handle().then(
         (r): EngineReply => ({ id: req.id, ok: true, value: r.value, ...(r.user_replies?.length ? { user_replies: r.user_replies } : {}) }),
-        (e): EngineReply => ((ok = false), { id: req.id, ok: false, error: toError(e) }),
+        (e): EngineReply => ({ id: req.id, ok: false, error: toError(e) }),
       );
     // an episode with nothing queued starts at once (the common case: one step in flight)
     const before = tail && sourceTail ? Promise.all([tail, sourceTail]) : (tail ?? sourceTail);
     const done = (before ? before.then(run) : run()).then(this.options.reply);
     this.tails.set(req.episode, done);
     if (source !== undefined) this.tails.set(source, done);
-    // nothing of the episode is left here after a close, or after a reset/restore/fork that failed
+    // nothing of the episode is left here after a close, or after a reset/restore/fork that failed;
+    // an import's id names no episode at all, so nothing is ordered behind it either
     void done.then(() => {
-      if (this.tails.get(req.episode) === done && (req.op === "close" || (!ok && !this.hosted.has(req.episode)))) this.tails.delete(req.episode);
+      if (this.tails.get(req.episode) === done && (req.op === "close" || !this.hosted.has(req.episode))) this.tails.delete(req.episode);
     });
   }
 
@@ -138,6 +138,38 @@ export class EngineHost {
     }
   }
 
+  /**
+   * Holds a snapshot another replica exported. Its image is guest memory from a client, so it
+   * must be an image of this env as this engine would make it (same sandbox mode, limits, stack
+   * budget and memory cap), its pages inside its memory: only then is it restorable here. The
+   * snapshot's own size is recomputed, not taken from the blob.
+   */
+  private async importSnapshot(req: Extract<EngineRequest, { op: "import_snapshot" }>): Promise<{ value: unknown }> {
+    const from = req.from;
+    const o = this.episodeOptions(req.episode, from.scenarioId);
+    const local = await localEnvImage(o.bundle);
+    const img = from.image;
+    const m = img.machine;
+    const incompatible = (why: string) => new RequestError("snapshot_incompatible", `blob: ${why}; export it from a bridge of the same version and env`);
+    const same = (Object.keys(local.limits) as (keyof typeof local.limits)[]).every((k) => img.limits[k] === local.limits[k]) && Object.keys(img.limits).length === Object.keys(local.limits).length;
+    if (img.mode !== local.mode || !same) throw incompatible(`its sandbox limits ${JSON.stringify(img.limits)} are not this bridge's ${JSON.stringify(local.limits)} for ${o.bundle.id}`);
+    if (img.stackBytes !== local.stackBytes) throw incompatible(`its guest stack budget (${img.stackBytes} bytes) is not this engine's (${local.stackBytes})`);
+    if (m.maxBytes !== local.machine.maxBytes || m.memoryBytes > m.maxBytes || m.memoryBytes % 65536 !== 0) throw incompatible(`its memory (${m.memoryBytes} of ${m.maxBytes} bytes) does not fit this env's sandbox (${local.machine.maxBytes} bytes)`);
+    let end = 0;
+    let held = 0;
+    for (const [offset, bytes] of m.pages) {
+      if (offset < end || offset + bytes.length > m.memoryBytes) throw new RequestError("bad_request", `blob: a memory page at ${offset} overlaps another or lies outside the image's ${m.memoryBytes} bytes`);
+      end = offset + bytes.length;
+      held += bytes.length;
+    }
+    if (from.user && !req.user) throw incompatible("its episode has a simulated user and this bridge has none (serve --user-model)");
+    const resume = (c: UserConversation) => (req.user ? OpenAIUserSimulator.resume(o.scenario.task, o.scenario.user_instructions ?? "", req.user, c, userSalt(o.scenario.id, from.seed)) : undefined);
+    const portable: PortableSnapshot = { ...from, image: { ...img, machine: { ...m, bytes: held } }, bytes: held };
+    const snap = fromPortable(portable, bundleStateBase(o.bundle, o.scenario.id), resume);
+    this.snapshots.set(req.snapshot, snap);
+    return { value: { step: snap.steps, bytes: snap.bytes, state_hash: snap.stateHash } };
+  }
+
   private makeEpisode(episodeId: string, scenarioId: string, seed: number, user: UserSimulatorConfig | null, prefill: string[] = []): Episode {
     const o = this.episodeOptions(episodeId, scenarioId);
     let sim: UserSimulator | undefined;
@@ -172,10 +204,17 @@ export class EngineHost {
     if (req.op === "restore") return this.restore(req);
     if (req.op === "fork") return this.fork(req);
     if (req.op === "drop_snapshot") return { value: this.snapshots.delete(req.snapshot) };
+    if (req.op === "import_snapshot") return this.importSnapshot(req);
+    if (req.op === "export_snapshot" && req.snapshot !== undefined) {
+      const held = this.snapshots.get(req.snapshot);
+      if (!held) throw new RequestError("unknown_snapshot", `no snapshot ${req.snapshot} on this engine`);
+      return { value: toPortable(held) };
+    }
     const h = this.hosted.get(req.episode);
     if (!h) throw new RequestError("unknown_episode", `no episode ${req.episode} on this engine`);
     switch (req.op) {
       case "checkpoint":
+      case "export_snapshot":
         return { value: toPortable(h.episode.snapshot(true)) };
       case "snapshot": {
         const snap = h.episode.snapshot(true);

@@ -4,6 +4,8 @@ import { EnvRegistry } from "../../envs/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
 import { openingTools } from "../episode/opening-tools.js";
 import type { PortableSnapshot } from "../episode/portable-snapshot.js";
+import { PROTOCOL_VERSION } from "../../protocol/messages.js";
+import { decodeSnapshotPayload, encodeSnapshotBlob, readSnapshotBlobHeader } from "./snapshot-blob.js";
 import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
@@ -85,6 +87,8 @@ interface SnapshotRecord {
   bytes: number;
   /** Its engine worker was stopped, and the snapshot with it: kept only to say so until dropped (it no longer counts against any limit). */
   lost?: boolean;
+  /** Set for a snapshot imported from another replica: who imported it (its count is theirs) and when it was last used (idle ones are dropped). */
+  imported?: { holder: string; lastUsed: number };
 }
 
 export interface ForkResult {
@@ -627,6 +631,7 @@ export class EnvRuntime {
       const snap = this.snapshots.get(source.snapshot_id);
       if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
       if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
+      if (snap.imported) snap.imported.lastUsed = Date.now();
       ({ engine } = snap);
       inputs = structuredClone(snap.inputs);
       opening = snap.opening;
@@ -684,6 +689,86 @@ export class EnvRuntime {
   snapshotInfo(snapshotId: string): { scenario_id: string; episode_id: string; step: number; state_hash: string; bytes: number } | null {
     const snap = this.snapshots.get(snapshotId);
     return snap ? { scenario_id: snap.inputs.scenario_id, episode_id: snap.owner.id, step: snap.step, state_hash: snap.stateHash, bytes: snap.bytes } : null;
+  }
+
+  /**
+   * A snapshot as bytes another replica can import (see snapshot-blob.ts): a held snapshot, or the
+   * episode as it is now (no snapshot is kept for that). `version` is the bridge's own version,
+   * written into the blob so another version refuses it. Over `maxBlobBytes`: too_large.
+   */
+  async exportSnapshot(source: { episode_id: string } | { snapshot_id: string }, options: { version: string; maxBlobBytes: number }): Promise<{ blob: Buffer; bytes: number; scenario_id: string; step: number; state_hash: string }> {
+    let rec: EpisodeRecord;
+    let body: RequestBody;
+    let opening: Opening | undefined;
+    if ("snapshot_id" in source) {
+      const snap = this.snapshots.get(source.snapshot_id);
+      if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
+      if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
+      if (snap.imported) snap.imported.lastUsed = Date.now();
+      rec = snap.owner;
+      opening = snap.opening;
+      body = { op: "export_snapshot", episode: snap.owner.id, snapshot: snap.id };
+    } else {
+      rec = this.episode(source.episode_id);
+      opening = rec.opening;
+      body = { op: "export_snapshot", episode: rec.id };
+    }
+    const portable = (await this.request(rec, body)) as PortableSnapshot;
+    const found = this.registry.scenario(portable.scenarioId);
+    if (!found) throw new RuntimeError("internal_error", `scenario ${portable.scenarioId} of a held episode is not served`);
+    const blob = encodeSnapshotBlob(
+      { snapshot: portable, opening: (opening as Record<string, unknown> | undefined) ?? null },
+      { server_version: options.version, env_id: found.bundle.id, bundle_hash: found.bundle.contentHash, scenario_id: portable.scenarioId, step: portable.steps, state_hash: portable.stateHash },
+    );
+    if (blob.length > options.maxBlobBytes) throw new RuntimeError("too_large", `the snapshot is ${blob.length} bytes as a blob, over max_snapshot_blob_bytes (${options.maxBlobBytes}: the frame limit, serve --max-frame-bytes, less room for the envelope)`);
+    return { blob, bytes: blob.length, scenario_id: portable.scenarioId, step: portable.steps, state_hash: portable.stateHash };
+  }
+
+  /**
+   * Holds a snapshot exported by another replica (of this bridge version and env bundle) as a new
+   * snapshot of this runtime, to fork or restore from. Everything the blob says is checked before
+   * it costs anything (snapshot-blob.ts; the image against this engine's, in EngineHost); the
+   * limits are those of snapshots: `holder` (a client connection) may hold `maxSnapshotsPerEpisode`
+   * imports at once, and they count against `maxSnapshotBytes`. An import lives until dropped, or
+   * until `dropIdleImports` finds it unused (the server's idle reaper).
+   */
+  async importSnapshot(blob: Uint8Array, options: { version: string; holder: string; maxBlobBytes: number }): Promise<{ snapshot_id: string; scenario_id: string; step: number; bytes: number; state_hash: string }> {
+    if (blob.length > options.maxBlobBytes) throw new RuntimeError("too_large", `the blob is ${blob.length} bytes, over max_snapshot_blob_bytes (${options.maxBlobBytes})`);
+    const { header, body } = readSnapshotBlobHeader(blob);
+    const incompatible = (why: string) => new RuntimeError("snapshot_incompatible", `blob: ${why}`);
+    if (header.protocol_version !== PROTOCOL_VERSION || header.server_version !== options.version) {
+      throw incompatible(`written by bridge ${header.server_version} (protocol ${header.protocol_version}); this is bridge ${options.version} (protocol ${PROTOCOL_VERSION}): sandbox memory moves only between the same version`);
+    }
+    const found = this.registry.scenario(header.scenario_id);
+    if (!found || found.bundle.id !== header.env_id) throw incompatible(`scenario ${header.scenario_id} of env ${header.env_id} is not served here`);
+    if (found.bundle.contentHash !== header.bundle_hash) throw incompatible(`env ${header.env_id} here is another bundle (hash ${found.bundle.contentHash.slice(0, 12)}, the blob's ${header.bundle_hash.slice(0, 12)})`);
+    const perHolder = this.options.maxSnapshotsPerEpisode ?? 32;
+    const total = this.options.maxSnapshotBytes ?? 1 << 30;
+    const mine = [...this.snapshots.values()].filter((x) => x.imported?.holder === options.holder && !x.lost).length;
+    if (mine >= perHolder) throw new RuntimeError("too_large", `this connection holds its limit of ${perHolder} imported snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
+    if (this.snapshotBytes + header.raw_bytes > total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes; ${header.raw_bytes} more would pass the limit (serve --max-snapshot-mb, maxSnapshotBytes ${total}); drop some`);
+    const payload = decodeSnapshotPayload(header, body);
+    const engine = this.leastLoaded();
+    // no episode runs under this id: it orders the snapshot's requests on its engine and owns it
+    const holder: EpisodeRecord = { id: `import-${randomUUID()}`, slot: this.nextSlot++, engine, inputs: payload.snapshot.inputs, stateHash: header.state_hash, snapshots: new Set() };
+    const id = `snap-${randomUUID()}`;
+    const value = (await this.request(holder, { op: "import_snapshot", episode: holder.id, snapshot: id, from: payload.snapshot, user: this.options.user ?? null })) as { step: number; bytes: number; state_hash: string };
+    const snap: SnapshotRecord = {
+      id, engine, owner: holder, inputs: structuredClone(payload.snapshot.inputs), opening: (payload.opening as Opening | null) ?? undefined,
+      stateHash: value.state_hash, step: value.step, bytes: value.bytes, imported: { holder: options.holder, lastUsed: Date.now() },
+    };
+    this.snapshots.set(id, snap);
+    holder.snapshots.add(snap);
+    this.snapshotBytes += snap.bytes;
+    return { snapshot_id: id, scenario_id: header.scenario_id, step: value.step, bytes: value.bytes, state_hash: value.state_hash };
+  }
+
+  /** Drops imported snapshots unused (no fork, restore or export) for `idleMs`; returns how many. */
+  async dropIdleImports(idleMs: number): Promise<number> {
+    const cutoff = Date.now() - idleMs;
+    const idle = [...this.snapshots.values()].filter((x) => x.imported && x.imported.lastUsed < cutoff);
+    for (const x of idle) await this.dropSnapshot(x.id);
+    return idle.length;
   }
 
   /** Whether the snapshot's image still exists: its engine worker was not stopped (nor is being stopped). */

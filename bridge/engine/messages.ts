@@ -20,7 +20,14 @@ export type EngineRequest =
   | { id: number; op: "snapshot"; episode: string; snapshot: string }
   /** Starts `episode` as a copy of a live episode (`from_episode`) or of a snapshot (`from_snapshot`). */
   | { id: number; op: "fork"; episode: string; from_episode?: string; from_snapshot?: string }
-  | { id: number; op: "drop_snapshot"; episode: string; snapshot: string };
+  | { id: number; op: "drop_snapshot"; episode: string; snapshot: string }
+  /** A held snapshot (`snapshot`), or `episode` as it is now, as a PortableSnapshot for another replica. */
+  | { id: number; op: "export_snapshot"; episode: string; snapshot?: string }
+  /**
+   * Holds `from` (a snapshot another replica exported) as `snapshot`, once its image matches this
+   * engine's image of the env; `episode` is only the id its requests are ordered under (no episode runs).
+   */
+  | { id: number; op: "import_snapshot"; episode: string; snapshot: string; from: PortableSnapshot; user: UserSimulatorConfig | null };
 
 /** What a fork reports about the new episode. */
 export interface ForkValue {

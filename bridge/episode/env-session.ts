@@ -70,6 +70,11 @@ function envImage(bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImag
   return envImages.get(`${bundle.contentHash}:${JSON.stringify(limits)}`, () => buildEnvImage(bundle, limits));
 }
 
+/** This thread's image of the env at its own limits: what an imported snapshot's image must match (see EngineHost's import). */
+export function localEnvImage(bundle: EnvBundle): Promise<SandboxImage> {
+  return envImage(bundle, limitsFor(bundle));
+}
+
 /**
  * Builds this thread's image of the env and readies wasm instances for `sessions` of its episodes
  * (envs with the same memory cap share them), so the first burst of resets pays neither.

@@ -215,6 +215,7 @@ export class BridgeServer {
             max_depth: MAX_DEPTH,
             max_batch: this.limits.maxSessions,
             max_sessions_per_client: this.limits.maxSessionsPerClient ?? this.limits.maxSessions,
+            max_snapshot_blob_bytes: this.maxBlobBytes,
             ...this.runtime.limits(),
           },
           ops: [...OPS],
@@ -294,6 +295,13 @@ export class BridgeServer {
         });
       case "drop_snapshot":
         return { dropped: await this.runtime.dropSnapshot(req.snapshot_id) };
+      case "export_snapshot": {
+        const options = { version: SERVER_VERSION, maxBlobBytes: this.maxBlobBytes };
+        if (req.session_id !== undefined) return this.onSession(req.session_id, (s) => this.runtime.exportSnapshot({ episode_id: needEpisode(s) }, options));
+        return this.runtime.exportSnapshot({ snapshot_id: req.snapshot_id! }, options);
+      }
+      case "import_snapshot":
+        return this.runtime.importSnapshot(req.blob, { version: SERVER_VERSION, holder: client, maxBlobBytes: this.maxBlobBytes });
       case "stats": {
         // every counter of the runtime as it names it (one list: a new one cannot be left out here)
         const { episodes: _episodes, ...runtime } = this.runtime.stats();
@@ -404,6 +412,14 @@ export class BridgeServer {
       this.log.info({ session: s.id }, "closing idle session");
       await this.closeSession(s.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s unused`);
     }
+    // an imported snapshot belongs to no session: one its client forgot goes the same way
+    const dropped = await this.runtime.dropIdleImports(this.limits.idleTimeoutS * 1000);
+    if (dropped) this.log.info({ dropped }, "dropped idle imported snapshots");
+  }
+
+  /** The largest snapshot blob export_snapshot hands out and import_snapshot takes: one frame, less room for its envelope. */
+  get maxBlobBytes(): number {
+    return Math.max(0, this.limits.maxFrameBytes - BLOB_ENVELOPE_BYTES);
   }
 
   get sessionCount(): number {
@@ -426,7 +442,10 @@ export class BridgeServer {
 }
 
 /** Ops whose repetition must not run twice (docs/protocol.md §3, retries). */
-const RETRIED_OPS = new Set(["reset", "step", "step_batch", "finish", "close", "snapshot", "fork", "restore", "drop_snapshot"]);
+// export_snapshot changes nothing (and its reply is a blob too big to keep for minutes): a retry runs again
+const RETRIED_OPS = new Set(["reset", "step", "step_batch", "finish", "close", "snapshot", "fork", "restore", "drop_snapshot", "import_snapshot"]);
+/** Room left in a frame around a snapshot blob for the request or reply envelope. */
+const BLOB_ENVELOPE_BYTES = 4096;
 /** How many recent replies a replica keeps for retries, and for how long. */
 const RETRY_MEMORY = 4096;
 const RETRY_MEMORY_MS = 5 * 60_000;

@@ -157,6 +157,12 @@ class AsyncBridgeClient:
     async def drop_snapshot(self, snapshot_id: str, **kw: Any) -> bool:
         return bool((await self.request("drop_snapshot", snapshot_id=snapshot_id, **kw))["dropped"])
 
+    async def export_snapshot(self, session_id: str | None = None, snapshot_id: str | None = None, **kw: Any) -> dict[str, Any]:
+        return await self.request("export_snapshot", **_fork_fields(session_id, snapshot_id), **kw)
+
+    async def import_snapshot(self, blob: bytes, **kw: Any) -> dict[str, Any]:
+        return await self.request("import_snapshot", blob=bytes(blob), **kw)
+
     async def stats(self, **kw: Any) -> dict[str, Any]:
         return await self.request("stats", **kw)
 

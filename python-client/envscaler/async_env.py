@@ -68,6 +68,7 @@ class AsyncEnvScalerEnv:
         self.episode = Episode()
         #: the episode as the agent saw it (``messages``); see envscaler.transcript
         self.transcript = Transcript()
+        self._snapshot_transcripts: dict[str, Transcript] = {}  # the conversation up to each snapshot this env took
 
     # the bridge's ids of the current episode (kept by the shared state machine)
     session_id = property(lambda self: self.episode.session_id)
@@ -98,6 +99,7 @@ class AsyncEnvScalerEnv:
         if bridge_seed is None:
             bridge_seed = episode_seed(seed, self.np_random)
         self.transcript = Transcript()  # the old episode's messages go, whether or not this reset succeeds
+        self._snapshot_transcripts.clear()  # the bridge drops an episode's snapshots at its reset
 
         async def send(sid: str | None) -> dict[str, Any]:
             if self.fleet is not None:
@@ -130,6 +132,64 @@ class AsyncEnvScalerEnv:
 
     async def state(self) -> dict[str, Any]:
         return await self._call(self.client.state(self.episode.session()))
+
+    # ------------------------------------------------------------------ snapshots and forks (as EnvScalerEnv's)
+
+    async def snapshot(self) -> str:
+        """Freezes the episode now; returns a snapshot id for :meth:`restore` or :meth:`fork`.
+
+        The snapshot lives in the bridge until :meth:`drop_snapshot`, or until the episode it was
+        taken from is closed or reset (restoring keeps it)."""
+        snapshot_id = str((await self._call(self.client.snapshot(self.episode.session())))["snapshot_id"])
+        self._snapshot_transcripts[snapshot_id] = self.transcript.copy()
+        return snapshot_id
+
+    async def restore(self, snapshot_id: str) -> dict[str, Any]:
+        """Puts this env's episode back to a snapshot's point; returns the bridge's info."""
+        info = dict((await self._call(self.client.restore(self.episode.session(), snapshot_id)))["info"])
+        self.episode.episode_id = info.get("episode_id")
+        self.episode.scenario_id = info.get("scenario_id")
+        self.episode.live = True
+        self.transcript = self._snapshot_transcript(snapshot_id, info)
+        return info
+
+    async def fork(self, snapshot_id: str | None = None, *, client: AsyncBridgeClient | None = None) -> AsyncEnvScalerEnv:
+        """A new env whose episode continues from this one now (or from ``snapshot_id``): same
+        state, random-number position, clock, step count and conversation. It shares this env's
+        client (with a fleet: its replica); close it when done (its session is closed, the client
+        is not).
+
+        ``client=`` (another replica's AsyncBridgeClient) puts the fork on that replica instead:
+        the episode (or snapshot) is exported here, imported there, forked there and the import
+        dropped, so a group can be spread over replicas (``asyncio.gather`` of forks, one client
+        each). Its forks continue byte-identically to forks made here."""
+        if client is None or client is self._client:
+            result = await self._call(self.client.fork(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.fork(self.episode.session()))
+            child = AsyncEnvScalerEnv(client=self.client, scenario_ids=self._scenario_ids)
+            if self.fleet is not None and self.replica is not None:
+                child.fleet, child.replica = self.fleet, self.replica
+                self.fleet.placed[self.replica] += 1
+        else:
+            exported = await self._call(self.client.export_snapshot(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.export_snapshot(self.episode.session()))
+            held = (await client.import_snapshot(exported["blob"]))["snapshot_id"]
+            try:
+                result = await client.fork(snapshot_id=held)
+            finally:
+                await client.drop_snapshot(held)
+            child = AsyncEnvScalerEnv(client=client, scenario_ids=self._scenario_ids)
+        child.episode.started(str(result["session_id"]), result["info"])
+        child.transcript = self._snapshot_transcript(snapshot_id, result["info"]) if snapshot_id is not None else self.transcript.copy()
+        return child
+
+    def _snapshot_transcript(self, snapshot_id: str, info: dict[str, Any]) -> Transcript:
+        """The conversation up to a snapshot this env took; for one it did not take, an empty
+        transcript holding the fork's info (the messages before it are not known here)."""
+        known = self._snapshot_transcripts.get(snapshot_id)
+        return known.copy() if known is not None else Transcript(info=dict(info), prefix=[], steps_before=int(info.get("step") or 0))
+
+    async def drop_snapshot(self, snapshot_id: str) -> bool:
+        self._snapshot_transcripts.pop(snapshot_id, None)
+        return await self._call(self.client.drop_snapshot(snapshot_id))
 
     # ------------------------------------------------------------------ fleet placement
 

@@ -303,6 +303,17 @@ class BridgeClient:
     def drop_snapshot(self, snapshot_id: str, **kw: Any) -> bool:
         return bool(self.request("drop_snapshot", snapshot_id=snapshot_id, **kw)["dropped"])
 
+    def export_snapshot(self, session_id: str | None = None, snapshot_id: str | None = None, **kw: Any) -> dict[str, Any]:
+        """A session's episode as it is now, or a held snapshot, as bytes another replica of the
+        same bridge can import: ``{"blob", "bytes", "scenario_id", "step", "state_hash"}``."""
+        return self.request("export_snapshot", **_fork_fields(session_id, snapshot_id), **kw)
+
+    def import_snapshot(self, blob: bytes, **kw: Any) -> dict[str, Any]:
+        """Holds an exported snapshot here: ``{"snapshot_id", "scenario_id", "step", "bytes", "state_hash"}``
+        (fork or restore from it; drop it when done). ``SnapshotIncompatible`` for a blob of another
+        bridge version or env bundle; ``TooLarge`` over a snapshot limit."""
+        return self.request("import_snapshot", blob=bytes(blob), **kw)
+
     def stats(self, **kw: Any) -> dict[str, Any]:
         return self.request("stats", **kw)
 
@@ -343,7 +354,7 @@ def _reset_fields(scenario_id: str, seed: int | None, session_id: str | None) ->
 
 def _fork_fields(session_id: str | None, snapshot_id: str | None) -> dict[str, Any]:
     if (session_id is None) == (snapshot_id is None):
-        raise ValueError("fork needs exactly one of session_id and snapshot_id")
+        raise ValueError("give exactly one of session_id and snapshot_id")
     return {"session_id": session_id} if session_id is not None else {"snapshot_id": snapshot_id}
 
 

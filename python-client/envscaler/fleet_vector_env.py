@@ -10,7 +10,10 @@
   one is autoreset on a live replica;
 - replicas that joined since the last refresh get new episodes;
 - ``shutting_down`` from a replica (its serve is stopping) ends the episode as ``session_lost``
-  too: it cannot go on there.
+  too: it cannot go on there;
+- ``fork`` deals a group's targets out over the live replicas in turn (the snapshot exported once
+  and imported once per other replica), and a fork's outcome on a replica that left is
+  ``session_lost`` for its targets, which keep their previous episodes.
 """
 
 from __future__ import annotations
@@ -112,6 +115,24 @@ class FleetVectorEnv(EnvScalerVectorEnv):
                 self.episodes[i].forget()
             self.fleet.placed[uid] += 1
             self.replica_of[i] = self._client_index(uid)
+
+    def _fork_destinations(self, source: int, group: Sequence[int]) -> dict[int, int]:
+        # the fleet's live replicas in turn, starting after the source's (which keeps the source)
+        self.fleet.refresh()
+        self._forget_withdrawn()
+        live = [self._client_index(u) for u in sorted(self.fleet.replicas) if self.fleet.alive(u)]
+        home = self.replica_of[source]
+        if home not in live:
+            return dict.fromkeys(group, home)  # its replica is gone: each fork gets session_lost
+        start = live.index(home) + 1
+        return {i: live[(start + k) % len(live)] for k, i in enumerate(group)}
+
+    def _moved(self, i: int, replica: int) -> None:
+        old = self.replica_uid(i)
+        if old is not None and self.fleet.alive(old) and self.fleet.placed[old] > 0:
+            self.fleet.placed[old] -= 1
+        self.fleet.placed[self._uids[replica]] += 1
+        super()._moved(i, replica)
 
     def _submit(self, i_client: int, op: str, **fields: Any) -> tuple[BridgeClient, int]:
         if not self.fleet.alive(self._uids[i_client]):

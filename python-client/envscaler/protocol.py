@@ -33,6 +33,7 @@ __all__ = [
     "SessionClosed",
     "SessionLost",
     "ShuttingDown",
+    "SnapshotIncompatible",
     "TooLarge",
     "TooManySessions",
     "UnknownEnv",
@@ -289,6 +290,12 @@ class UnknownSnapshot(BridgeError):
     code = "unknown_snapshot"
 
 
+class SnapshotIncompatible(BridgeError):
+    """``import_snapshot`` of a blob from another snapshot format, bridge version or env bundle; the message says which."""
+
+    code = "snapshot_incompatible"
+
+
 class TooLarge(BridgeError):
     """A request over a size or count limit; the message names the limit."""
 
@@ -361,6 +368,7 @@ _BY_CODE: dict[str, type[BridgeError]] = {
         SessionLost,
         EpisodeDone,
         UnknownSnapshot,
+        SnapshotIncompatible,
         TooManySessions,
         TooLarge,
         Overloaded,

@@ -304,6 +304,15 @@ class VectorTranscripts:
                 self.transcripts[i].start(str(observations[i]), slot_info(infos, i))
                 self._ended[i] = False
 
+    def fork(self, source: int, outcomes: Sequence[object], targets: Sequence[int] | None = None) -> None:
+        """Records a vector ``fork`` (``outcomes``: what ``vec.fork(source, targets)`` returned): each
+        target that forked continues ``source``'s conversation; one whose fork failed keeps its own."""
+        chosen = [i for i in range(len(self.transcripts)) if i != source] if targets is None else [i for i in targets if i != source]
+        for i, outcome in zip(chosen, outcomes):
+            if isinstance(outcome, str):
+                self.transcripts[i] = self.transcripts[source].copy()
+                self._ended[i] = self._ended[source]
+
     def step(self, actions: Sequence[Any], observations: Sequence[str], terminated: Sequence[bool], truncated: Sequence[bool], infos: Mapping[str, Any]) -> list[tuple[int, Transcript]]:
         """Records a vector ``step``; returns ``(slot, transcript)`` of the episodes that ended in it."""
         done: list[tuple[int, Transcript]] = []

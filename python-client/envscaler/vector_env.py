@@ -10,7 +10,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from .bridge_client import BridgeClient, CurveKeys
-from .episode_logic import LOST_SESSION, Episode, choose_scenario, close_session_quietly, episode_seed, lost_step, plain_action, step_tuple
+from .episode_logic import LOST_SESSION, Episode, choose_scenario, episode_seed, lost_step, plain_action, step_tuple
 from .fleet_view import as_fleet_view
 from .protocol import BridgeError, error_for
 from .reachability import check_reachable
@@ -114,6 +114,7 @@ class EnvScalerVectorEnv(VectorEnv):
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
         self._obs = np.full(self.num_envs, "", dtype=object)
         self.requests_sent: dict[str, int] = {}  # op -> count, for diagnostics and tests
+        self._snapshot_moves: dict[int, bool] = {}  # replica -> serves export/import_snapshot (see fork)
 
     @property
     def session_ids(self) -> list[str | None]:
@@ -310,37 +311,123 @@ class EnvScalerVectorEnv(VectorEnv):
             infos = self._begin(i, r, scenarios[i], infos)
         return self._obs.copy(), rewards, terminated, truncated, infos
 
-    def fork(self, source: int, targets: Sequence[int] | None = None) -> list[str]:
+    def fork(self, source: int, targets: Sequence[int] | None = None) -> list[str | BridgeError]:
         """GRPO groups: sub-envs ``targets`` (default: all others) continue from sub-env ``source``'s
-        episode as it is now (one snapshot, then one fork per target, on ``source``'s replica: a
-        snapshot lives where it was taken). Their previous sessions are closed. Returns the new
-        session ids; the next ``step`` steps every sub-env as usual."""
-        sid = self.episodes[source].session()
-        targets = [i for i in (range(self.num_envs) if targets is None else targets) if i != source]
-        replica = self.replica_of[source]
-        client = self.clients[replica]
-        snap = client.snapshot(sid)["snapshot_id"]
-        try:
-            replies = _collect_all([self._submit(replica, "fork", snapshot_id=snap) for _ in targets])
-        finally:
-            client.drop_snapshot(snap)
-        old = [(self.replica_of[i], self.session_ids[i]) for i in targets]
-        failed = next((r for r in replies if isinstance(r, BridgeError)), None)
-        if failed is not None:
-            for r in replies:  # nothing half-done: forks that did open are closed again
-                if not isinstance(r, BridgeError):
-                    close_session_quietly(client, r["session_id"])
-            raise failed
-        for i, r in zip(targets, replies):
-            assert not isinstance(r, BridgeError)  # raised above
-            self.episodes[i].started(str(r["session_id"]), r["info"])
-            self.replica_of[i] = replica
+        episode as it is now: same state, random-number position, clock, step count and
+        conversation, so the same actions give byte-identical observations, rewards and state hashes.
+
+        The group is spread over the replicas: each target goes to its own replica (sub-env ``i``
+        to replica ``i % len(endpoints)``, as at construction; a fleet deals the targets out over
+        its live replicas in turn). The episode is exported once (``export_snapshot``) and imported
+        once on each other replica that gets targets; the targets on the source's replica fork from
+        a snapshot taken there. Every request of a round goes out before any reply is awaited.
+
+        Returns one outcome per target, in order (``source`` left out): the new session id, or the
+        ``BridgeError`` that target's fork got (a failed snapshot, export or import is the outcome of
+        every target that needed it). A target whose fork failed keeps its previous episode as it
+        was (session, observation, autoreset): retry or reset it. A target that forked has its
+        previous session closed. Misuse raises before anything is sent: an index out of range, a
+        target named twice, a closed vector env, a source with no episode (``ResetNeeded``).
+        A bridge without ``export_snapshot`` (older than this client) gets the whole group on the
+        source's replica, as before."""
+        n = self.num_envs
+        chosen = [i for i in range(n) if i != source] if targets is None else [int(t) for t in targets]
+        for i in (source, *chosen):
+            if not 0 <= int(i) < n:
+                raise IndexError(f"sub-env index {i} is out of range for {n} sub-envs")
+        if len(set(chosen)) != len(chosen):
+            raise ValueError("a target is named twice")
+        group = [i for i in chosen if i != source]
+        sid = self.episodes[source].session()  # ResetNeeded / EnvClosed
+        for i in group:
+            self.episodes[i].check_open()
+        if not group:
+            return []
+        home = self.replica_of[source]
+        dest = self._fork_destinations(source, group)
+        if any(d != home for d in dest.values()) and not (self._moves_snapshots(home) and all(self._moves_snapshots(d) for d in dest.values())):
+            dest = dict.fromkeys(group, home)
+        remote = sorted({d for d in dest.values() if d != home})
+        outcome: dict[int, dict[str, Any] | BridgeError] = {}
+
+        # round 1, on the source's session (in order, so both see the episode as it is now)
+        first: list[tuple[BridgeClient, int]] = []
+        if any(d == home for d in dest.values()):
+            first.append(self._submit(home, "snapshot", session_id=sid))
+        if remote:
+            first.append(self._submit(home, "export_snapshot", session_id=sid))
+        answers = self._collect(first)
+        snap = answers.pop(0) if any(d == home for d in dest.values()) else None
+        blob = answers.pop(0) if remote else None
+
+        # round 2: the local forks, and one import on each other replica
+        local = [i for i in group if dest[i] == home]
+        sends: list[tuple[BridgeClient, int]] = []
+        if isinstance(snap, BridgeError):
+            outcome.update(dict.fromkeys(local, snap))
+        elif snap is not None:
+            sends += [self._submit(home, "fork", snapshot_id=snap["snapshot_id"]) for _ in local]
+        if isinstance(blob, BridgeError):
+            outcome.update({i: blob for i in group if dest[i] != home})
+        elif blob is not None:
+            sends += [self._submit(r, "import_snapshot", blob=blob["blob"]) for r in remote]
+        replies = self._collect(sends)
+        imported: dict[int, dict[str, Any] | BridgeError] = {}
+        if snap is not None and not isinstance(snap, BridgeError):
+            outcome.update(zip(local, replies[: len(local)]))
+            replies = replies[len(local) :]
+        if blob is not None and not isinstance(blob, BridgeError):
+            imported = dict(zip(remote, replies))
+
+        # round 3: the forks on the other replicas, from their imported snapshot
+        moved = [i for i in group if dest[i] != home and i not in outcome]
+        ready: list[tuple[int, dict[str, Any]]] = []
+        for i in moved:
+            held_here = imported[dest[i]]
+            if isinstance(held_here, BridgeError):
+                outcome[i] = held_here
+            else:
+                ready.append((i, held_here))
+        forks = self._collect([self._submit(dest[i], "fork", snapshot_id=h["snapshot_id"]) for i, h in ready])
+        outcome.update(zip([i for i, _ in ready], forks))
+
+        # let go of the snapshots (nothing waits for these answers) and of the targets' old sessions
+        held: list[tuple[int, dict[str, Any] | BridgeError | None]] = [(home, snap), *imported.items()]
+        for at, h in held:
+            if isinstance(h, dict):
+                client, rid = self._submit(at, "drop_snapshot", snapshot_id=h["snapshot_id"])
+                client.abandon(rid)
+        results: list[str | BridgeError] = []
+        for i in group:
+            got = outcome[i]
+            if isinstance(got, BridgeError):
+                results.append(got)
+                continue
+            old_rep, old_sid = self.replica_of[i], self.episodes[i].session_id
+            if old_sid is not None and old_rep >= 0 and not self.clients[old_rep].closed:
+                client, rid = self._submit(old_rep, "close", session_id=old_sid)
+                client.abandon(rid)
+            self._moved(i, dest[i])
+            self.episodes[i].started(str(got["session_id"]), got["info"])
             self._obs[i] = self._obs[source]
             self._autoreset[i] = self._autoreset[source]
-        for rep, old_sid in old:
-            if old_sid is not None:
-                close_session_quietly(self.clients[rep], old_sid)
-        return [self.episodes[i].session() for i in targets]
+            results.append(self.episodes[i].session())
+        return results
+
+    def _fork_destinations(self, source: int, group: Sequence[int]) -> dict[int, int]:
+        """The replica each target of a fork group goes to: its own (round-robin by index) here."""
+        return {i: i % len(self.clients) for i in group}
+
+    def _moved(self, i: int, replica: int) -> None:
+        """Sub-env ``i`` now has its episode on ``replica`` (a fleet also counts its placements)."""
+        self.replica_of[i] = replica
+
+    def _moves_snapshots(self, replica: int) -> bool:
+        """Whether the replica serves export_snapshot/import_snapshot (asked once, with hello)."""
+        if replica not in self._snapshot_moves:
+            ops = self.clients[replica].hello().get("ops", [])
+            self._snapshot_moves[replica] = "export_snapshot" in ops and "import_snapshot" in ops
+        return self._snapshot_moves[replica]
 
     def state(self, index: int) -> dict[str, Any]:
         """Sub-env ``index``'s current env state."""

@@ -54,9 +54,10 @@ def test_hello_list_envs_list_scenarios(bridge1):
             "max_episode_input_bytes",
             "max_snapshots_per_episode",
             "max_snapshot_bytes",
+            "max_snapshot_blob_bytes",
             "quarantine_after",
         }
-        assert {"snapshot", "fork", "restore", "drop_snapshot"} <= set(hello["ops"])
+        assert {"snapshot", "fork", "restore", "drop_snapshot", "export_snapshot", "import_snapshot"} <= set(hello["ops"])
         envs = {e["env_id"]: e for e in c.list_envs()}
         assert {"notes-v1", "library-v1"} <= set(envs)
         notes = envs["notes-v1"]

@@ -14,7 +14,13 @@ from envscaler.protocol import BridgeError, BridgeTimeout, CodecError, error_for
 
 from helpers import PROTOCOL_DOC, REPO, VECTORS
 
-MESSAGES = json.loads((VECTORS / "messages.json").read_text(encoding="utf-8"))
+
+def _bytes_of(obj: dict) -> object:
+    """The vector files write bytes (msgpack bin) as {"$bytes": "<hex>"}: read back as bytes."""
+    return bytes.fromhex(obj["$bytes"]) if set(obj) == {"$bytes"} else obj
+
+
+MESSAGES = json.loads((VECTORS / "messages.json").read_text(encoding="utf-8"), object_hook=_bytes_of)
 
 
 def test_vectors_are_there():
@@ -88,7 +94,7 @@ def _doc_codes() -> list[str]:
 
 def test_error_codes_match_the_doc_and_the_bridge():
     doc = _doc_codes()
-    assert len(doc) == 24
+    assert len(doc) == 25
     assert list(protocol.ERROR_CODES) == doc
     ts = (REPO / "protocol" / "error-codes.ts").read_text(encoding="utf-8")
     ts_codes = re.findall(r'^\s+"([a-z_]+)",$', ts[ts.index("ERROR_CODES") : ts.index("] as const")], re.M)

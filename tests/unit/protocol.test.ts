@@ -7,7 +7,9 @@ import { ErrorReply, OkReply, OPS, PROTOCOL_VERSION, Request, RESULT_SCHEMAS } f
 import { compactStep, expandStep } from "../../protocol/step-wire.js";
 
 const VECTORS = join(import.meta.dirname, "..", "..", "protocol", "vectors");
-const messages = JSON.parse(readFileSync(join(VECTORS, "messages.json"), "utf8")) as { name: string; kind: string; op: keyof typeof RESULT_SCHEMAS; value: any; msgpack_hex: string; expanded?: any }[];
+/** The vector files write bytes (msgpack bin) as {"$bytes": "<hex>"}: read back as a Buffer, which is what the decoder gives. */
+const bytesOf = (_k: string, v: unknown) => (v && typeof v === "object" && typeof (v as { $bytes?: unknown }).$bytes === "string" ? Buffer.from((v as { $bytes: string }).$bytes, "hex") : v);
+const messages = JSON.parse(readFileSync(join(VECTORS, "messages.json"), "utf8"), bytesOf) as { name: string; kind: string; op: keyof typeof RESULT_SCHEMAS; value: any; msgpack_hex: string; expanded?: any }[];
 const badFrames = JSON.parse(readFileSync(join(VECTORS, "bad-frames.json"), "utf8")) as { name: string; hex: string; code: string }[];
 
 test.each(messages.map((m) => [m.name, m] as const))("golden vector %s: bytes ⇄ value, and it fits the schema", (_, m) => {
