@@ -117,7 +117,8 @@ function binChart(id: string, title: string, xTitle: string, bins: string[], cou
     return c.map((x) => x / n);
   });
   const max = Math.max(0.05, ...shares.flat());
-  const yMax = Math.min(1, Math.ceil(max * 10) / 10);
+  // a top of 20 %, 40 %, … : quarter ticks at round numbers
+  const yMax = Math.min(1, Math.ceil(max * 5) / 5);
   const gw = plotW / bins.length;
   // bars no wider than 56 px, a group centred in its bin
   const bw = Math.max(3, Math.min(56, (gw - 6) / runs.length));
@@ -193,8 +194,9 @@ function perEnv(runs: ChartRun[]): string {
   for (const env of envs) {
     parts.push(`<g><title>${esc(env)}</title><text x="${left - 8}" y="${y + 14}" text-anchor="end">${esc(env.length > 24 ? `${env.slice(0, 23)}…` : env)}</text></g>`);
     runs.forEach((r, i) => {
+      // an episode with no reward (a recording that never ended) is in the success rate as a failure, not in the mean
       const eps = r.episodes.filter((e) => e.env_id === env);
-      const rewards = eps.map((e) => e.reward ?? 0);
+      const rewards = eps.map((e) => e.reward).filter((x): x is number => x !== null);
       if (eps.length) {
         const m = mean(rewards);
         const s = sd(rewards);
