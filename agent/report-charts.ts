@@ -253,9 +253,9 @@ function passHatKChart(runs: ChartRun[]): string {
     for (const [a, b, v] of pts) {
       parts.push(marker(i, a, b));
       // labels above for the first run, below for the second, so two runs' labels do not overlap
-      // (kept inside the plot: a label below a point at 0% would sit on the k axis)
-      const below = i === 1 ? v > 0.08 : v > 0.95;
-      if (pts.length <= 10 && i < 2) parts.push(`<text x="${a.toFixed(1)}" y="${(below ? b + 17 : b - 9).toFixed(1)}" text-anchor="middle" font-size="10.5">${pct(v)}</text>`);
+      // (kept inside the plot: a label below a point at 0% would sit on the k axis, so the second run's goes to its right there)
+      if (pts.length <= 10 && i === 0) parts.push(`<text x="${a.toFixed(1)}" y="${(v > 0.95 ? b + 17 : b - 9).toFixed(1)}" text-anchor="middle" font-size="10.5">${pct(v)}</text>`);
+      else if (pts.length <= 10 && i === 1) parts.push(v > 0.08 ? `<text x="${a.toFixed(1)}" y="${(b + 17).toFixed(1)}" text-anchor="middle" font-size="10.5">${pct(v)}</text>` : `<text x="${(a + 8).toFixed(1)}" y="${(b - 3).toFixed(1)}" font-size="10.5">${pct(v)}</text>`);
     }
   });
   parts.push(`<text x="${left + plotW / 2}" y="${h - 26}" text-anchor="middle">k (all of k trials of a scenario succeed)</text>`);

@@ -9,6 +9,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
+import { haveShared, needsShared, sharedPath } from "../shared-data.js";
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, "..", "..", "cli", "main.ts");
@@ -19,6 +20,7 @@ const VIEWPORTS = [
   { width: 1400, height: 1000 },
   { width: 1920, height: 1080 },
 ];
+const TAUBENCH = sharedPath("benchmarks", "taubench");
 const cli = (args: string[]) => run(process.execPath, ["--import", "tsx", CLI, ...args], { maxBuffer: 1 << 24 });
 
 /** Solves notes-1 (both calls in one step), answers notes-2's user; the user asks once and stops. */
@@ -137,4 +139,22 @@ describe.skipIf(!existsSync(CHROMIUM))(`rollout reports and the comparison page 
     expect(err?.code).toBe(1);
     expect(err?.stderr).toContain(`${dir}: no results.json`);
   });
+  test.skipIf(!haveShared(TAUBENCH))(`two evals (taubench, on the fixture) compared from the CLI: the benchmark and both models named, every chart drawn (${needsShared(TAUBENCH)})`, async () => {
+    const user = (r: FixtureRequest) => (r.messages.some((m) => m.role === "assistant") ? "# Thought:\nno help\n# Reply:\n###STOP###" : "# Thought:\nstart\n# Reply:\nHi, I need to change an order.");
+    for (const model of ["polite-1", "polite-2"]) {
+      const fixture = await OpenAIFixture.start((r) => (r.model === "user-sim" ? user(r) : "Sorry, I cannot help with that."));
+      try {
+        await cli(["eval", "taubench", "--from", TAUBENCH, "--domain", "retail", "--limit", "2", "--trials", "2", "--model", model, "--base-url", fixture.baseURL, "--api-key", "k", "--user-model", "user-sim", "--user-base-url", fixture.baseURL, "--out", join(dir, model)]);
+      } finally {
+        await fixture.close();
+      }
+    }
+    const out = join(dir, "compare-eval.html");
+    await cli(["report", join(dir, "polite-1"), join(dir, "polite-2"), "-o", out]);
+    await look(out, "compare-eval", async (tab) => {
+      expect(await tab.textContent("#runs")).toMatch(/A: polite-1 — eval taubench · polite-1.*B: polite-2 — eval taubench · polite-2/s);
+      expect(await tab.locator("svg.chart").count()).toBe(5);
+      expect(await tab.locator("#ch-end text").allTextContents()).toEqual(expect.arrayContaining(["user stopped", "A: 4 (100%)", "B: 4 (100%)"]));
+    });
+  }, 300_000);
 });
