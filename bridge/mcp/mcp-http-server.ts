@@ -349,7 +349,8 @@ export class McpHttpServer {
 
   private keepResult(entry: ControlSession, why: string): void {
     const ep = entry.episode;
-    this.results.add({ session_id: entry.id, rollout: entry.rollout, scenario_id: ep.started?.scenario_id ?? null, seed: ep.started?.seed ?? null, episode_id: ep.episodeId, steps: ep.steps, score: ep.score(), closed: why, closed_at: Date.now() });
+    const started = { scenario_id: ep.started?.scenario_id ?? null, seed: ep.started?.seed ?? null };
+    this.results.add({ session_id: entry.id, rollout: entry.rollout, ...started, episode_id: ep.episodeId, steps: ep.steps, score: ep.score(), closed: why, closed_at: Date.now() });
   }
 
   private remember(key: string, why: string): void {
