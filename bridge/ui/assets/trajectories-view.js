@@ -78,7 +78,7 @@ export class TrajectoriesView {
     const cut = (spec, text) => h(spec, { title: text }, text);
     clear(this.table, h("table.data.episodes",
       h("colgroup", ["c-box", "c-ep", "c-scen", "c-num", "c-num", "c-reward", "c-end", "c-file"].map((c) => h(`col.${c}`))),
-      h("thead", h("tr", h("th", all), h("th", "episode"), h("th", "scenario · env"), h("th.n", { title: "seed" }, "seed"), h("th.n", "steps"), h("th", "reward"), h("th", "ended"), h("th", "file"))),
+      h("thead", h("tr", h("th", all), h("th", "episode"), h("th", { title: "scenario, and its env below" }, "scenario"), h("th.n", { title: "seed" }, "seed"), h("th.n", "steps"), h("th", "reward"), h("th", "ended"), h("th", "file"))),
       h("tbody", eps.map((e) => {
         const box = h("input", { type: "checkbox", "aria-label": `select ${e.episode_id}`, checked: this.selected.has(key(e)), onchange: () => (box.checked ? this.selected.add(key(e)) : this.selected.delete(key(e))) });
         return h("tr", { dataset: { episode: e.episode_id }, class: this.current?.start.episode_id === e.episode_id ? "active" : "" },
