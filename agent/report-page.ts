@@ -1,3 +1,4 @@
+import { CHART_CSS, reportCharts, type ChartRun } from "./report-charts.js";
 import type { RolloutResults } from "./summarize.js";
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -18,7 +19,7 @@ const FAILURE_LABEL: Record<string, string> = {
 const STYLE = `
 body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
 header{background:#1d2330;color:#fff;padding:16px 24px}header h1{margin:0 0 4px;font-size:18px}header .meta{opacity:.8;font-size:12px}
-main{max-width:1100px;margin:0 auto;padding:16px 24px}h2{font-size:16px;margin:24px 0 8px}
+main{max-width:1360px;margin:0 auto;padding:16px 24px}h2{font-size:16px;margin:24px 0 8px}
 .cards{display:flex;flex-wrap:wrap;gap:12px}.card{background:#fff;border-radius:8px;padding:10px 16px;box-shadow:0 1px 2px #0001;min-width:130px}
 .card .v{font-size:22px;font-weight:700}.card .l{font-size:11px;text-transform:uppercase;letter-spacing:.05em;color:#667}
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}td,th{padding:5px 9px;border-bottom:1px solid #e5e7eb;text-align:left;vertical-align:top}
@@ -26,7 +27,28 @@ th{background:#eef0f3}td.n,th.n{text-align:right;font-variant-numeric:tabular-nu
 .tag{display:inline-block;background:#fee2e2;color:#991b1b;border-radius:4px;padding:0 5px;margin:0 2px;font-size:11px}
 dl.settings{display:grid;grid-template-columns:max-content auto;gap:2px 14px;background:#fff;padding:10px 16px;border-radius:8px;font-size:13px}
 dl.settings dt{color:#667}dl.settings dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
-tr:target{background:#fef9c3}`;
+tr:target{background:#fef9c3}
+@media print{body{background:#fff}header{background:#fff;color:#000;border-bottom:2px solid #000}main{max-width:none}}
+${CHART_CSS}`;
+
+/** A run's episodes as the charts see them; an episode with no end reason is named by what cut it short. */
+export function chartRunOf(r: RolloutResults, label: string): ChartRun {
+  return {
+    label,
+    passHatK: r.totals.pass_hat_k,
+    episodes: r.episodes.map((e) => ({
+      env_id: e.env_id,
+      scenario_id: e.scenario_id,
+      reward: e.reward,
+      success: e.success,
+      steps: e.steps,
+      end: e.end_reason ?? e.failures.find((f) => f === "endpoint_error" || f === "bridge_error") ?? "open",
+    })),
+  };
+}
+
+/** What a run is called on a page: its model, and the benchmark when it is an eval. */
+export const runTitle = (r: RolloutResults) => (r.settings.benchmark ? `eval ${r.settings.benchmark.name} · ${r.settings.model}` : `rollout · ${r.settings.model}`);
 
 /**
  * The run as one self-contained HTML page (inline CSS, no scripts, nothing fetched): headline
@@ -40,7 +62,7 @@ export function reportPage(r: RolloutResults, categories?: CategoryAccuracy): st
   const s = r.settings;
   const t = r.totals;
   const ks = Object.keys(t.pass_hat_k);
-  const title = s.benchmark ? `eval ${s.benchmark.name} · ${s.model}` : `rollout · ${s.model}`;
+  const title = runTitle(r);
   const card = (id: string, label: string, value: string) => `<div class="card" id="${id}"><div class="v">${esc(value)}</div><div class="l">${esc(label)}</div></div>`;
   const settings: [string, string][] = [
     ...(s.benchmark ? ([["benchmark", `${s.benchmark.name} (${s.benchmark.split}; ${s.benchmark.protocol})`], ["data version", s.benchmark.data_version]] as [string, string][]) : []),
@@ -84,6 +106,7 @@ export function reportPage(r: RolloutResults, categories?: CategoryAccuracy): st
 <header><h1>${esc(title)}</h1><div class="meta">${esc(s.agent_mode)} mode · ${r.episodes.length} episodes · ${esc(r.finished)}</div></header>
 <main>
 <section class="cards" id="totals">${card("mean-reward", "mean reward", num(t.mean_reward, 3))}${card("success-rate", "success rate", pct(t.success_rate))}${ks.map((k) => card(`pass-${k}`, `pass^${k}`, pct(t.pass_hat_k[k]))).join("")}${card("steps", "steps / episode", num(t.mean_steps, 1))}${card("tokens", "tokens / episode", `${Math.round(t.mean_prompt_tokens)}+${Math.round(t.mean_completion_tokens)}`)}${card("tps", "completion tokens per second of model time (prompt processing included)", num(t.completion_tokens_per_s, 1))}${card("retries", "model call retries", String(t.model_retries))}</section>
+<h2>Charts</h2>${reportCharts([chartRunOf(r, s.model)])}
 <h2>Settings</h2><dl class="settings" id="settings">${settings.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join("")}</dl>
 ${catTable}<h2>Per env</h2><table id="per-env"><thead><tr><th>env</th><th class="n">episodes</th><th class="n">mean reward</th><th class="n">success</th>${passCols}</tr></thead><tbody>${envRows}</tbody></table>
 <h2>Failures by kind</h2><table id="failures"><thead><tr><th>kind</th><th class="n">episodes</th><th class="n">occurrences</th><th>episodes affected</th></tr></thead><tbody>${failRows}</tbody></table>

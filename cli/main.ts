@@ -7,6 +7,7 @@ import { evalCommand } from "./commands/eval.js";
 import { importCommand } from "./commands/import.js";
 import { mcpCommand } from "./commands/mcp.js";
 import { listCommand } from "./commands/list.js";
+import { reportCommand } from "./commands/report.js";
 import { rolloutCommand } from "./commands/rollout.js";
 import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
@@ -36,6 +37,7 @@ await yargs(hideBin(process.argv))
   .command(exportCommand)
   .command(rolloutCommand)
   .command(evalCommand)
+  .command(reportCommand)
   .command(uiCommand)
   .demandCommand(1, "name a command; see --help")
   .strict()

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import type { ClosedResult } from "./closed-results.js";
 import { McpHttpError } from "./mcp-error.js";
 import type { McpEpisode } from "./mcp-episode.js";
 
@@ -19,6 +20,8 @@ export interface ControlContext {
   /** A live session by MCP session id or rollout tag; throws `unknown_session` / `session_closed`. */
   find(idOrRollout: string): ControlSession;
   list(): ControlSession[];
+  /** What is kept of a closed session (by id or rollout tag), or null when it was dropped or never existed. */
+  closedResult(idOrRollout: string): ClosedResult | null;
   close(id: string, why: string): Promise<void>;
   stats(): Record<string, unknown>;
   /** Opens a session (pending until a client connects to it) whose episode continues from `source`. */
@@ -59,6 +62,9 @@ function status(s: ControlSession): Record<string, unknown> {
  *   POST   /control/sessions/ID/fork          a new session continuing from this one now; body {"rollout": tag}?
  *   POST   /control/sessions/ID/restore       back to a snapshot's point; body {"snapshot_id"}
  *   DELETE /control/sessions/ID               close: the episode ends and its sandbox is freed
+ *
+ * After a session closes, its status, `reward` and `finish` (without a message) still answer from
+ * what was kept of it (closed-results.ts), for a bounded time; everything else is `session_closed`.
  *   GET    /control/snapshots/SNAP            what the snapshot is of
  *   POST   /control/snapshots/SNAP/fork       a new session continuing from the snapshot; body {"rollout": tag}?
  *   DELETE /control/snapshots/SNAP            drop it: {dropped}
@@ -77,7 +83,14 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
   }
   const action = parts[2];
   if (parts.length > 3 || !id) throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
-  const s = ctx.find(id);
+  let s: ControlSession;
+  try {
+    s = ctx.find(id);
+  } catch (e) {
+    const kept = e instanceof McpHttpError && e.code === "session_closed" ? ctx.closedResult(id) : null;
+    if (!kept) throw e;
+    return closedRoute(kept, `${method} ${action ?? ""}`, body, e as McpHttpError);
+  }
   const base = { session_id: s.id, rollout: s.rollout, scenario_id: s.episode.started?.scenario_id ?? null, seed: s.episode.started?.seed ?? null };
   switch (`${method} ${action ?? ""}`) {
     case "GET ":
@@ -111,6 +124,28 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
     }
     default:
       throw new McpHttpError("not_found", `no control route ${method} /control/${parts.join("/")}`);
+  }
+}
+
+/** The routes that still answer once the session closed: its status, its score, `finish` as a read of it. */
+function closedRoute(r: ClosedResult, route: string, body: unknown, closedError: McpHttpError): unknown {
+  const base = { session_id: r.session_id, rollout: r.rollout, scenario_id: r.scenario_id, seed: r.seed };
+  const closed = { closed: r.closed, closed_s_ago: Math.round((Date.now() - r.closed_at) / 1000) };
+  const noScore = () => new McpHttpError("session_closed", `session ${r.session_id} closed before its episode ended (${r.closed}), so it has no score: end it with POST …/finish (or a terminal step) before the session closes`);
+  switch (route) {
+    case "GET ":
+      return { ...base, episode_id: r.episode_id, steps: r.steps, ended: r.score !== null, connected: false, ...closed };
+    case "GET reward":
+      if (!r.score) throw noScore();
+      return { ...base, ...r.score, ...closed };
+    case "POST finish": {
+      const message = (body as { message?: unknown } | undefined)?.message;
+      if (message !== undefined) throw new McpHttpError("session_closed", `session ${r.session_id} is closed (${r.closed}): a final message cannot be sent now${r.score ? "; GET …/reward reads the score it ended with" : ""}`);
+      if (!r.score) throw noScore();
+      return { ...base, ...r.score, ...closed };
+    }
+    default:
+      throw closedError;
   }
 }
 

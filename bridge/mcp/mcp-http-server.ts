@@ -6,6 +6,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { EnvRuntime } from "../engine/env-runtime.js";
+import { ClosedResults } from "./closed-results.js";
 import { controlRoute, type ControlContext, type ControlSession, type ForkSource } from "./control-routes.js";
 import { parseJson, readBody, sendJson } from "./http-io.js";
 import { InFlightGate } from "./in-flight-gate.js";
@@ -25,6 +26,13 @@ export const FORK_HEADER = "x-envscaler-fork";
 
 /** How many closed session ids (and rollout tags) are remembered, so a late request hears `session_closed` and why. */
 const CLOSED_MEMORY = 16_384;
+
+/**
+ * The codes that count as `refused` in /control/stats: requests a guard or a limit turned away.
+ * Not every error: a client's probe before `initialize` (a newer client's server/discover, a GET
+ * without a session) is answered with an error by design, and a tool error is an observation.
+ */
+const REFUSALS = new Set(["unauthorized", "forbidden_origin", "forbidden_host", "payload_too_large", "too_many_sessions", "overloaded", "shutting_down"]);
 
 /** How long an idle kept-alive connection stays open. @unit ms */
 const KEEP_ALIVE_MS = 65_000;
@@ -77,6 +85,8 @@ export class McpHttpServer {
   private readonly forks = new Map<string, PendingFork>();
   private readonly rollouts = new Map<string, string>();
   private readonly closedWhy = new Map<string, string>();
+  /** Each closed session's result, by id and rollout tag, for a trainer that asks after the close (bounded in count and time). */
+  private readonly results = new ClosedResults();
   private opening = 0;
   private stopping = false;
   private reaper: NodeJS.Timeout | undefined;
@@ -144,7 +154,7 @@ export class McpHttpServer {
     } catch (e) {
       const { code, message } = typedError(e);
       if (code === "internal_error") this.options.logger.error({ err: e, path }, "request failed");
-      if (statusOf(code) >= 400) this.counters.refused++;
+      if (REFUSALS.has(code)) this.counters.refused++;
       const headers: Record<string, string> = code === "unauthorized" ? { "www-authenticate": "Bearer" } : {};
       if (req.readableEnded === false && code === "payload_too_large") headers.connection = "close";
       sendJson(res, statusOf(code), isMcp ? jsonRpcError(code, message, rpc.id) : { error: { code, message } }, headers);
@@ -330,8 +340,17 @@ export class McpHttpServer {
       this.rollouts.delete(entry.rollout);
       this.remember(entry.rollout, why);
     }
+    this.keepResult(entry, why);
     await entry.episode.close();
+    // again once the calls queued before the close have run: one of them may have ended the episode
+    this.keepResult(entry, why);
     if ("server" in entry) await entry.server.close().catch(() => undefined);
+  }
+
+  private keepResult(entry: ControlSession, why: string): void {
+    const ep = entry.episode;
+    const started = { scenario_id: ep.started?.scenario_id ?? null, seed: ep.started?.seed ?? null };
+    this.results.add({ session_id: entry.id, rollout: entry.rollout, ...started, episode_id: ep.episodeId, steps: ep.steps, score: ep.score(), closed: why, closed_at: Date.now() });
   }
 
   private remember(key: string, why: string): void {
@@ -353,6 +372,7 @@ export class McpHttpServer {
   private readonly control: ControlContext = {
     find: (idOrRollout) => this.lookup(idOrRollout),
     list: () => [...this.sessions.values(), ...this.forks.values()],
+    closedResult: (idOrRollout) => this.results.get(idOrRollout),
     close: (id, why) => this.closeSession(id, why),
     fork: (source, rollout) => this.fork(source, rollout),
     snapshotInfo: (id) => this.options.runtime.snapshotInfo(id),
@@ -366,6 +386,7 @@ export class McpHttpServer {
       opened: this.counters.opened,
       reaped: this.counters.reaped,
       refused: this.counters.refused,
+      results_kept: this.results.size,
       limits: { max_sessions: this.limits.maxSessions, idle_timeout_s: this.limits.idleTimeoutS, max_in_flight: this.limits.maxInFlight, max_queued_per_session: this.limits.maxQueuedPerSession, max_body_bytes: this.limits.maxBodyBytes },
       runtime: this.options.runtime.stats(),
     }),

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
+import { CHART_CSS, reportCharts } from "../../agent/report-charts.js";
 import { episodePage } from "../record/episode-page.js";
 import type { ReplayResult } from "../record/replay.js";
 import { episodeReward, selectForSft, type SftRecord } from "../record/sft-export.js";
@@ -107,6 +108,22 @@ export class TrajectoryLibrary {
   /** The page `envscaler view` writes for this episode. */
   page(file: string, id: string): string {
     return episodePage(this.episode(file, id));
+  }
+
+  /**
+   * The charts of the episodes a filter selects, as a page of its own (inline CSS and SVG, no
+   * scripts) that the Trajectories view frames: the same charts as a rollout's report.html. An
+   * episode succeeded when its reward is 1; one with no end reason is named by how its recording
+   * ends (closed, open).
+   */
+  chartsPage(filter: EpisodeFilter = {}): string {
+    const eps = this.list(filter).episodes;
+    const run = {
+      label: "selected episodes",
+      episodes: eps.map((e) => ({ env_id: e.env_id, scenario_id: e.scenario_id, reward: e.reward, success: e.reward !== null && e.reward >= 1 - 1e-9, steps: e.steps, end: e.end_reason ?? e.how })),
+    };
+    const body = eps.length ? reportCharts([run]) : `<p>No episodes match the filter.</p>`;
+    return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>charts · ${eps.length} episodes</title><style>body{font:13px/1.4 system-ui,sans-serif;margin:8px;background:#f5f6f8;color:#1d2330}${CHART_CSS}@media (min-width:1700px){.charts{grid-template-columns:repeat(3,minmax(0,1fr))}}.fig svg{max-width:640px}</style></head><body>${body}</body></html>\n`;
   }
 
   replay(file: string, id: string): Promise<ReplayResult> {

@@ -208,12 +208,13 @@ export class UiServer {
     });
     r("GET /api/play/state", async (_req, url) => ({ state: await this.play.state(url.searchParams.get("episode_id") ?? "") }));
 
-    r("GET /api/trajectories", (_req, url) => {
-      const q = url.searchParams;
-      return {
-        root: this.trajectories.root,
-        ...this.trajectories.list({ env: q.get("env") || undefined, scenario: q.get("scenario") || undefined, endReason: q.get("end_reason") || undefined, minReward: num(q.get("min_reward")), maxReward: num(q.get("max_reward")) }),
-      };
+    const filter = (q: URLSearchParams) => ({ env: q.get("env") || undefined, scenario: q.get("scenario") || undefined, endReason: q.get("end_reason") || undefined, minReward: num(q.get("min_reward")), maxReward: num(q.get("max_reward")) });
+    r("GET /api/trajectories", (_req, url) => ({ root: this.trajectories.root, ...this.trajectories.list(filter(url.searchParams)) }));
+    // the charts of the filtered episodes: a framed page like the episode page (inline SVG, no scripts)
+    r("GET /trajectories/charts", (_req, url, res) => {
+      const html = this.trajectories.chartsPage(filter(url.searchParams));
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-security-policy": PAGE_CSP, "cache-control": "no-cache" });
+      res.end(html);
     });
     r("GET /api/trajectories/episode", (_req, url) => this.trajectories.episode(url.searchParams.get("file") ?? "", url.searchParams.get("id") ?? ""));
     r("GET /trajectories/page", (_req, url, res) => {

@@ -68,8 +68,18 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
         for (const op of r.info.diff) console.log(`  Δ ${op.op} ${op.path}${op.value !== undefined ? ` = ${clip(JSON.stringify(op.value), 120)}` : ""}`);
       }
       // a text reply ends a task episode; a conversation with no simulated user attached is ended by the client
-      let end = scenario.reference_messages?.length ? (await client.request<WireStep>("step", { session_id, action: scenario.reference_messages.join("\n") })) : undefined;
-      if (!end || !(end.terminated || end.truncated)) end = await client.request<WireStep>("finish", { session_id });
+      // the final reply is a step like the calls: shown, so the episode's last step is not missing from the transcript
+      let end: WireStep | undefined;
+      if (scenario.reference_messages?.length) {
+        const reply = scenario.reference_messages.join("\n");
+        end = await client.request<WireStep>("step", { session_id, action: reply });
+        console.log(`→ reply: ${clip(reply)}`);
+        console.log(`  ${clip(end.observation.content)}`);
+      }
+      if (!end || !(end.terminated || end.truncated)) {
+        console.log("→ finish (the client ends the episode)");
+        end = await client.request<WireStep>("finish", { session_id });
+      }
       console.log(`\nreward ${end.reward} (${end.info.end_reason})`);
       for (const c of end.info.reward_info?.checks ?? []) console.log(`  ${c.passed ? "✓" : "✗"} ${c.description}${c.error ? ` — ${c.error}` : ""}`);
       await client.request("close", { session_id });

@@ -25,6 +25,29 @@ from agents.mcp import MCPServerStreamableHttp
 from openai import AsyncOpenAI
 
 
+def envscaler_error(exc: BaseException) -> tuple[str, str] | None:
+    """The typed code and message of an `envscaler mcp` refusal inside what the MCP SDK raised.
+
+    The SDK runs its transport in anyio task groups, so a refused `initialize` (unknown_scenario,
+    too_many_sessions, session_closed, ...) reaches the caller as an ExceptionGroup (possibly
+    nested, possibly re-raised by the Agents SDK as the cause of its own error) holding an
+    MCPError whose `error.data["code"]` is the typed code. None when there is none.
+    """
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        data = getattr(getattr(e, "error", None), "data", None)  # MCPError (McpError in older SDKs)
+        if isinstance(data, dict) and isinstance(data.get("code"), str):
+            return data["code"], str(getattr(e.error, "message", e))  # type: ignore[attr-defined]
+        stack.extend(getattr(e, "exceptions", ()))  # an ExceptionGroup's members (exceptiongroup's backport too)
+        stack.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return None
+
+
 def finish(control_url: str, token: str, rollout: str, message: str | None) -> dict[str, Any]:
     """The trainer's side: ends the episode (after the agent's final reply) and returns its score."""
     body = json.dumps({"message": message} if message else {}).encode()
@@ -67,7 +90,14 @@ def main() -> None:
     ap.add_argument("--model", required=True)
     a = ap.parse_args()
     set_tracing_disabled(True)  # no traces sent anywhere
-    out = asyncio.run(rollout(a.mcp_url, a.control_url, a.control_token, a.scenario, a.seed, a.rollout, a.model))
+    try:
+        out = asyncio.run(rollout(a.mcp_url, a.control_url, a.control_token, a.scenario, a.seed, a.rollout, a.model))
+    except Exception as e:
+        typed = envscaler_error(e)
+        if typed is None:
+            raise
+        # one line with the code (e.g. "unknown_scenario: no scenario nope-1 ..."), not a task-group traceback
+        raise SystemExit(f"envscaler mcp refused: {typed[0]}: {typed[1]}") from None
     print(json.dumps({"final_output": out["final_output"], "reward": out["score"]["reward"], "checks": out["score"]["reward_info"]["checks"]}, indent=2))
 
 

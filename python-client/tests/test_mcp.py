@@ -236,7 +236,10 @@ def test_closing_a_session_mid_episode_frees_its_sandbox(server: McpServer) -> N
             assert server.stats()["runtime"]["episodes"] == base + 1
         # leaving the client sends DELETE: the episode ends and its sandbox is freed
         wait_for(lambda: server.stats()["runtime"]["episodes"] == base, 10, what="the episode to be freed")
+        # its status is kept (closed, not ended: no score), what needs the episode is refused
         status, gone = server.control("GET", "/sessions/closer")
+        assert status == 200 and gone["connected"] is False and gone["ended"] is False and gone["closed"], gone
+        status, gone = server.control("GET", "/sessions/closer/state")
         assert status == 404 and gone["error"]["code"] == "session_closed"
         # the control route closes a session the same way
         async with session(server.url, on("library-1", rollout="closed-by-trainer")) as c:
@@ -666,6 +669,31 @@ def test_openai_agents_sdk_example_plays_an_episode(server: McpServer, tmp_path:
     # each tool call reached the session's episode, and its result went back to the model
     tool_results = [m for m in sent[-1]["messages"] if m["role"] == "tool"]
     assert len(tool_results) == len(calls) and all('"success"' in str(m["content"]) for m in tool_results)
-    # the SDK closed its session on the way out: the episode was freed
+    # the SDK closed its session on the way out: the episode was freed, and its score is kept
     status, body = server.control("GET", "/sessions/agents-sdk-1")
-    assert status == 404 and body["error"]["code"] == "session_closed"
+    assert status == 200 and body["connected"] is False and body["ended"] is True, body
+    status, body = server.control("GET", "/sessions/agents-sdk-1/reward")
+    assert status == 200 and body["reward"] == 1.0 and body["closed"], body
+    assert server.control("GET", "/sessions/agents-sdk-1/state")[1]["error"]["code"] == "session_closed"
+
+    # a refused session: the example reads the typed code out of the SDK's ExceptionGroup
+    with pytest.raises(BaseException) as refused:
+        asyncio.run(
+            example.rollout(server.url, server.info["control"], CONTROL_TOKEN, "nope-1", 3, "agents-sdk-2", "fixture", AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x", max_retries=0))
+        )
+    typed = example.envscaler_error(refused.value)
+    assert typed is not None and typed[0] == "unknown_scenario", repr(refused.value)
+    assert "nope-1" in typed[1]
+
+
+def test_a_normal_clients_session_is_not_counted_as_refused(server: McpServer) -> None:
+    before = server.stats()["refused"]
+
+    async def main() -> None:
+        async with session(server.url, on("library-1")) as c:  # the SDK's default: probe, then initialize
+            assert not (await c.call_tool("get_book", {"book_id": "B001"})).is_error
+
+    asyncio.run(main())
+    assert server.stats()["refused"] == before
+    assert server.control("GET", "/stats", token="wrong")[0] == 401
+    assert server.stats()["refused"] == before + 1

@@ -19,6 +19,18 @@ test("envscaler demo plays a reference episode over the wire: task, calls, obser
   expect(stdout).toMatch(/✓ Is n1 deleted\?/);
 });
 
+test("demo prints the final text reply it sends: the last step of a task episode is on screen before the reward", async () => {
+  const { stdout } = await run(process.execPath, ["--import", "tsx", CLI, "demo"], { maxBuffer: 1 << 22 });
+  const lines = stdout.split("\n");
+  const reply = lines.findIndex((l) => l.startsWith("→ reply: "));
+  const reward = lines.findIndex((l) => /^reward 1 \(text_reply\)$/.test(l));
+  expect(reply, stdout).toBeGreaterThan(0);
+  expect(lines[reply]!.length).toBeGreaterThan("→ reply: ".length + 3);
+  // the env's answer to it, then the score
+  expect(lines[reply + 1]).toBe("  Task finished");
+  expect(reward).toBeGreaterThan(reply);
+}, 60_000);
+
 test("a failing command prints one line and exits 1; a path without bundles fails check", async () => {
   const fail = (args: string[]) => run(process.execPath, ["--import", "tsx", CLI, ...args]).then(
     () => { throw new Error(`envscaler ${args.join(" ")} succeeded`); },

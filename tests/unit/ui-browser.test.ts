@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { UiServer } from "../../bridge/ui/ui-server.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { FIXTURES } from "../helpers.js";
@@ -19,6 +19,24 @@ const ARTIFACTS = join(import.meta.dirname, "..", "..", "test-artifacts", "ui");
 let ui: UiServer;
 let browser: Browser;
 let tab: Page;
+/** Console errors (a CSP violation is one) and uncaught page errors of every page the tests open; each test must leave none. */
+const consoleErrors: string[] = [];
+
+/**
+ * Fails the test on any console error. Chromium also logs "Failed to load resource" for an API
+ * answer with an error status: a typed error the page shows is expected there, so those count only
+ * when the request was not to our own /api/.
+ */
+function watch(page: Page): Page {
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const at = m.location().url;
+    if (/^Failed to load resource: the server responded with a status of (4|5)\d\d/.test(m.text()) && at.startsWith(ui.url) && new URL(at).pathname.startsWith("/api/")) return;
+    consoleErrors.push(`${page.url()}: ${m.text()}${at ? ` (${at})` : ""}`);
+  });
+  page.on("pageerror", (e) => consoleErrors.push(`${page.url()}: ${e.message}`));
+  return page;
+}
 
 async function shot(name: string): Promise<void> {
   const path = join(ARTIFACTS, `${name}.png`);
@@ -41,7 +59,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     await recordEpisodes(join(dir, "traj", "t.jsonl"));
     ui = await UiServer.start({ envs: [makeSynthRun(join(dir, "run")), HOSTILE, BUNDLED_ENVS], trajectories: join(dir, "traj"), port: 0, hardStopGraceMs: 300 });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"] });
-    tab = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    tab = watch(await browser.newPage({ viewport: { width: 1440, height: 900 } }));
     // everything the page loads comes from the UI's own server
     tab.on("request", (r) => {
       if (!r.url().startsWith(ui.url) && !r.url().startsWith("blob:") && !r.url().startsWith("data:")) throw new Error(`fetched from elsewhere: ${r.url()}`);
@@ -51,6 +69,11 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
   afterAll(async () => {
     await browser?.close();
     await ui?.close();
+  });
+
+  afterEach(() => {
+    const seen = consoleErrors.splice(0);
+    expect(seen, "console errors").toEqual([]);
   });
 
   test("envs: search, an env's tools and state schema rendered readably, a synth env's evidence", async () => {
@@ -179,7 +202,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
   test("play a conversation: talk as the agent to the simulated user; the reward when the user stops", async () => {
     const user = await OpenAIFixture.start(["# Reply:\nHi! How many notes do I have? I'm Carol, u3.", "# Reply:\nGreat, thanks. ###STOP###"]);
     const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(ARTIFACTS, "none"), port: 0, user: { baseURL: user.baseURL, apiKey: "x", model: "m", maxRetries: 0 } });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const page = watch(await browser.newPage({ viewport: { width: 1440, height: 900 } }));
     try {
       await page.goto(`${conv.url}#play/notes-2`);
       await page.waitForSelector("#scenario-select option[value=notes-2]", { state: "attached" });
@@ -307,7 +330,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
   });
   test("play: a step beyond the snapshot limit runs, and the page shows why it cannot be undone", async () => {
     const small = await UiServer.start({ envs: [FIXTURES], trajectories: join(ARTIFACTS, "none"), port: 0, maxSnapshots: 1 });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const page = watch(await browser.newPage({ viewport: { width: 1440, height: 900 } }));
     try {
       await page.goto(`${small.url}#play/notes-1/2`);
       await page.waitForSelector("#scenario-select option[value=notes-1]", { state: "attached" });
@@ -329,4 +352,73 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
       await small.close();
     }
   });
+  test("every tab at 1400x1000 and 1920x1080: no console errors, the episode table fits its pane, charts of the listed episodes, no invented user turn", async () => {
+    for (const vp of [{ width: 1400, height: 1000 }, { width: 1920, height: 1080 }]) {
+      const page = watch(await browser.newPage({ viewport: vp }));
+      const size = `${vp.width}x${vp.height}`;
+      const keep = async (name: string) => {
+        const path = join(ARTIFACTS, `tabs-${size}-${name}.png`);
+        await page.screenshot({ path });
+        expect(statSync(path).size).toBeGreaterThan(10_000);
+      };
+      const fitsWindow = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+      try {
+        await page.goto(ui.url);
+        await page.waitForSelector("#env-list button.navitem");
+        await page.locator('#env-list button.navitem[data-env="library-v1"]').click();
+        await page.waitForSelector("#env-detail h1");
+        expect(await fitsWindow()).toBe(true);
+        await keep("1-envs");
+
+        // a task episode ended by a text reply: the end is marked as such, not as a user's "Task finished"
+        await page.click("#tab-play");
+        await page.selectOption("#scenario-select", "notes-1");
+        await page.click("#start");
+        await page.waitForSelector("#checks li");
+        await addNoteByForm(page, { user_id: "u2", title: "todo", body: "call mom" });
+        await page.fill("#raw-text", "I added the note.");
+        await page.click("#send-raw");
+        await page.waitForSelector("#transcript .msg.end");
+        expect(await page.textContent("#transcript .msg.end")).toMatch(/episode ended.*text reply ended the task/i);
+        expect(await page.locator("#transcript .msg.user", { hasText: "Task finished" }).count()).toBe(0);
+        expect(await fitsWindow()).toBe(true);
+        await keep("2-play");
+
+        await page.click("#tab-trajectories");
+        await page.waitForSelector("table.episodes tbody tr");
+        // the table keeps to its pane (long names cut, whole on hover), and the episode pane stays on screen
+        const fit = await page.evaluate(() => {
+          const wrap = document.getElementById("traj-table")!;
+          const viewer = document.getElementById("traj-viewer")!.getBoundingClientRect();
+          return { table: wrap.querySelector("table")!.scrollWidth, pane: wrap.clientWidth, viewerRight: viewer.right, viewerWidth: viewer.width, window: window.innerWidth };
+        });
+        expect(fit.table).toBeLessThanOrEqual(fit.pane);
+        expect(fit.viewerRight).toBeLessThanOrEqual(fit.window);
+        expect(fit.viewerWidth).toBeGreaterThan(vp.width * 0.4);
+        expect(await page.getAttribute('tr[data-episode="ep-solved"] td:last-child', "title")).toBe("t.jsonl");
+        // one line per row: nothing wraps
+        const heights = await page.locator("table.episodes tbody tr").evaluateAll((rows) => rows.map((r) => r.getBoundingClientRect().height));
+        expect(Math.max(...heights)).toBeLessThan(60);
+
+        await page.locator('tr[data-episode="ep-solved"] button.link').click();
+        const frame = page.frameLocator("#episode-frame");
+        await frame.locator(".msg.end").waitFor();
+        expect(await frame.locator(".msg.user", { hasText: "Task finished" }).count()).toBe(0);
+        await page.click("#next-step");
+        expect(await frame.locator('.msg[data-step="1"].ui-current').count()).toBe(1);
+
+        await page.click("#traj-charts > summary");
+        const charts = page.frameLocator("#charts-frame");
+        await charts.locator("svg.chart").first().waitFor();
+        expect(await charts.locator("svg.chart").count()).toBe(5);
+        expect(await charts.locator("#ch-end text").allTextContents()).toEqual(expect.arrayContaining(["text reply", "finished by the client"]));
+        expect(await fitsWindow()).toBe(true);
+        await keep("3-trajectories");
+        await page.locator("#charts-frame").scrollIntoViewIfNeeded();
+        await page.locator("#charts-frame").screenshot({ path: join(ARTIFACTS, `tabs-${size}-4-trajectory-charts.png`) });
+      } finally {
+        await page.close();
+      }
+    }
+  }, 120_000);
 });

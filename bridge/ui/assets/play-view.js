@@ -540,6 +540,8 @@ export function observationMsg(result) {
   if (o.role === "tool" && o.tool_results) {
     return h("div.results", { dataset: { step } }, o.tool_results.map((r) => h(`div.msg.${r.ok ? "tool" : "error"}`, h("div.who", `${r.name} → ${r.ok ? "result" : "error"}`), h("pre", pretty(r.content)))));
   }
+  // a task episode's text reply ends it with the env's "Task finished" note: no user wrote that turn
+  if (result.info.end_reason === "text_reply" && o.content === "Task finished") return h("div.msg.end", { dataset: { step } }, h("div.who", "episode ended"), "the agent's text reply ended the task");
   const isError = /^\{"error":/.test(o.content);
   return msg(isError ? "error" : "user", isError ? "error" : "user", pretty(o.content), step);
 }

@@ -17,12 +17,16 @@ export class TrajectoriesView {
     for (const el of [this.env, this.endReason]) el.addEventListener("change", reload);
     for (const el of [this.scenario, this.minReward]) el.addEventListener("input", () => { clearTimeout(this.t); this.t = setTimeout(reload, 200); });
     this.table = h("div#traj-table.table-wrap");
+    // the charts of the filtered episodes, drawn by the server (the same as a rollout's report.html), framed on demand
+    this.charts = h("details#traj-charts.charts-box", h("summary", "Charts of these episodes: reward, per env, pass^k, endings, steps"));
+    this.charts.addEventListener("toggle", () => this.charts.open && this.showCharts());
     this.status = h("div#traj-status.muted");
     this.viewer = h("div#traj-viewer.viewer", h("p.muted", "Open an episode to step through it."));
     this.exportBtn = h("button#export-sft", { type: "button", onclick: () => void this.export() }, "Export selected as SFT (JSONL)");
     root.append(
       h("form.filterbar", { onsubmit: (ev) => ev.preventDefault() }, h("label", "Env ", this.env), h("label", "Scenario ", this.scenario), h("label", "Reward ≥ ", this.minReward), h("label", "Ended ", this.endReason), this.exportBtn),
       this.status,
+      this.charts,
       h("div.traj-grid", this.table, this.viewer),
     );
     document.addEventListener("keydown", (ev) => {
@@ -49,10 +53,20 @@ export class TrajectoriesView {
       }
       clear(this.status, `${r.episodes.length} episodes in `, h("code", r.root),
         r.skipped.length ? h("details.raw.skipped", h("summary", `${r.skipped.length} damaged lines skipped`), h("ul", r.skipped.map((k) => h("li", h("code", `${k.file}:${k.line}`), " ", k.reason)))) : null);
+      this.query = q.toString();
       this.renderTable(r.episodes);
+      if (this.charts.open) this.showCharts();
     } catch (e) {
       clear(this.status, errorBox(e));
     }
+  }
+
+  showCharts() {
+    const src = `/trajectories/charts?${this.query ?? ""}`;
+    const frame = this.charts.querySelector("iframe");
+    if (frame?.getAttribute("src") === src) return;
+    if (frame) frame.src = src;
+    else this.charts.append(h("iframe#charts-frame", { title: "charts of the listed episodes", src }));
   }
 
   renderTable(eps) {
@@ -60,16 +74,19 @@ export class TrajectoriesView {
     const key = (e) => `${e.file}\n${e.episode_id}`;
     const all = h("input", { type: "checkbox", "aria-label": "select all", onchange: () => { for (const e of eps) all.checked ? this.selected.add(key(e)) : this.selected.delete(key(e)); this.renderTable(eps); } });
     all.checked = eps.every((e) => this.selected.has(key(e)));
+    // fixed column widths: long ids and paths are cut with an ellipsis (the whole text on hover), so the table keeps to its pane
+    const cut = (spec, text) => h(spec, { title: text }, text);
     clear(this.table, h("table.data.episodes",
-      h("thead", h("tr", h("th", all), h("th", "episode"), h("th", "scenario"), h("th", "seed"), h("th", "steps"), h("th", "reward"), h("th", "ended"), h("th", "file"))),
+      h("colgroup", ["c-box", "c-ep", "c-scen", "c-num", "c-num", "c-reward", "c-end", "c-file"].map((c) => h(`col.${c}`))),
+      h("thead", h("tr", h("th", all), h("th", "episode"), h("th", { title: "scenario, and its env below" }, "scenario"), h("th.n", { title: "seed" }, "seed"), h("th.n", "steps"), h("th", "reward"), h("th", "ended"), h("th", "file"))),
       h("tbody", eps.map((e) => {
         const box = h("input", { type: "checkbox", "aria-label": `select ${e.episode_id}`, checked: this.selected.has(key(e)), onchange: () => (box.checked ? this.selected.add(key(e)) : this.selected.delete(key(e))) });
         return h("tr", { dataset: { episode: e.episode_id }, class: this.current?.start.episode_id === e.episode_id ? "active" : "" },
           h("td", box),
-          h("td", h("button.link", { type: "button", onclick: () => void this.open(e.file, e.episode_id) }, e.episode_id.slice(0, 18))),
-          h("td", h("code", e.scenario_id), h("div.muted.small", e.env_id)), h("td", e.seed), h("td", e.steps),
+          h("td.cut", h("button.link", { type: "button", title: e.episode_id, onclick: () => void this.open(e.file, e.episode_id) }, e.episode_id)),
+          h("td.cut", cut("code", e.scenario_id), cut("div.muted.small", e.env_id)), h("td.n", e.seed), h("td.n", e.steps),
           h("td", e.reward === null ? "—" : badge(String(e.reward), e.reward >= 1 ? "pass" : e.reward > 0 ? "warning" : "fail")),
-          h("td", e.end_reason ?? e.how), h("td.small", e.file));
+          cut("td.cut", e.end_reason ?? e.how), cut("td.cut.small", e.file));
       }))));
   }
 
@@ -129,12 +146,7 @@ export class TrajectoriesView {
   mark() {
     const doc = this.frame?.contentDocument;
     if (!doc?.body) return;
-    if (!doc.getElementById("ui-mark-style")) {
-      const st = doc.createElement("style");
-      st.id = "ui-mark-style";
-      st.textContent = ".ui-current{outline:3px solid #6366f1;outline-offset:2px}";
-      doc.head.append(st);
-    }
+    // the page styles .ui-current itself: a <style> added from here runs under this page's CSP (style-src 'self') and is refused
     for (const el of doc.querySelectorAll(".ui-current")) el.classList.remove("ui-current");
     const els = this.pos === 0 ? [doc.querySelector(".msg")] : [...doc.querySelectorAll(`.msg[data-step="${this.pos}"]`)];
     for (const el of els) el?.classList.add("ui-current");
