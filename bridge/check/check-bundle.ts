@@ -25,6 +25,8 @@ export interface CheckReport {
 export interface CheckOptions {
   /** Told what is being checked before each stage that runs env code (for error messages). */
   onProgress?: (stage: string) => void;
+  /** Run the gaming probes (gaming-probes.ts) on each scenario. @default true */
+  probes?: boolean;
 }
 
 /** A random agent's 1.0, or a reference solution none of whose steps is needed, is a problem; a write whose effect is unchecked, a warning. */
@@ -152,7 +154,7 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
 
     if (!scenario.reference_actions) {
       report.warnings.push(`${label}: no reference_actions, so solvability is not checked`);
-      if (scenario.checks.length && !nothing.result.info.error) {
+      if (options.probes !== false && scenario.checks.length && !nothing.result.info.error) {
         // nothing to leave out, but a random agent can still be tried against the checks
         progress(`${label}: probing whether a random agent passes the checks`);
         const probe = await probeGaming(bundle, scenario, refs, []);
@@ -168,7 +170,7 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     if (solved.result.truncated) report.problems.push(`${label}: the reference solution needs more than max_steps steps`);
     if (scenario.checks.length && solved.result.reward < 1) {
       report.problems.push(`${label}: the reference solution scores ${solved.result.reward}, not 1.0: ${describeFailures(solved.result)}`);
-    } else if (scenario.checks.length && !solved.toolErrors.length) {
+    } else if (options.probes !== false && scenario.checks.length && !solved.toolErrors.length) {
       progress(`${label}: probing whether the checks can be gamed`);
       const probe = await probeGaming(bundle, scenario, refs, solved.wrote);
       report.probes[scenario.id] = probe;

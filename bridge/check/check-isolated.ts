@@ -4,6 +4,8 @@ import type { CheckReport } from "./check-bundle.js";
 export interface IsolatedCheckOptions {
   /** How long past a guest call's own deadline before the bundle's worker is stopped. @unit ms @default 1000 */
   hardStopGraceMs?: number;
+  /** Run the gaming probes on each scenario. @default true */
+  probes?: boolean;
 }
 
 /**
@@ -18,7 +20,7 @@ export async function checkBundleIsolated(dir: string, options: IsolatedCheckOpt
   return runWatchedWorker<CheckReport>({
     base: import.meta.url,
     name: "check-worker",
-    workerData: { dir },
+    workerData: { dir, probes: options.probes ?? true },
     graceMs: options.hardStopGraceMs ?? 1000,
     message: (m) => {
       const msg = m as { stage?: string; report?: CheckReport };

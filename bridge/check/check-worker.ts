@@ -9,6 +9,7 @@ process.env.TZ = "UTC";
 
 interface CheckWorkerInit {
   dir: string;
+  probes: boolean;
   watch: SharedArrayBuffer;
 }
 const init = workerData as CheckWorkerInit;
@@ -17,7 +18,7 @@ reportCallDeadlines(init.watch);
 
 let report: CheckReport;
 try {
-  report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }) });
+  report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }), probes: init.probes });
 } catch (e) {
   if (!(e instanceof BundleLoadError)) throw e;
   report = { envId: init.dir, dir: init.dir, tools: 0, scenarios: 0, problems: e.problems.map((p) => `${p.file}: ${p.message}`), warnings: [], probes: {} };

@@ -6,6 +6,7 @@ import { findBundleDirs } from "../../envs/load-bundle.js";
 interface CheckArgs {
   paths: string[];
   quiet: boolean;
+  probes: boolean;
 }
 
 export const checkCommand: CommandModule<object, CheckArgs> = {
@@ -14,7 +15,8 @@ export const checkCommand: CommandModule<object, CheckArgs> = {
   builder: (y: Argv) =>
     y
       .positional("paths", { type: "string", array: true, demandOption: true, describe: "a bundle folder, or a folder of bundles" })
-      .option("quiet", { type: "boolean", default: false, describe: "print only failing bundles" }),
+      .option("quiet", { type: "boolean", default: false, describe: "print only failing bundles" })
+      .option("probes", { type: "boolean", default: true, describe: "probe each scenario for checks that can be gamed (up to 4 s a scenario; --no-probes skips them)" }),
   handler: async (args: ArgumentsCamelCase<CheckArgs>) => {
     let failed = 0;
     let total = 0;
@@ -34,7 +36,7 @@ export const checkCommand: CommandModule<object, CheckArgs> = {
       }
       for (const dir of dirs) {
         total++;
-        const report: CheckReport = await checkBundleIsolated(dir);
+        const report: CheckReport = await checkBundleIsolated(dir, { probes: args.probes });
         const ok = report.problems.length === 0;
         if (!ok) failed++;
         if (ok && args.quiet) continue;

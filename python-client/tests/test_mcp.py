@@ -46,6 +46,11 @@ def manifest(env: str) -> dict[str, Any]:
 LIBRARY_1 = scenarios("library")["library-1"]
 
 
+def _reach(url: str) -> str:
+    """A server bound to the wildcard address is reached over loopback: tests send nothing else."""
+    return url.replace("://0.0.0.0:", "://127.0.0.1:")
+
+
 class McpServer:
     def __init__(self, process: subprocess.Popen[bytes], info: dict[str, Any], log: Path) -> None:
         self.process = process
@@ -54,11 +59,11 @@ class McpServer:
 
     @property
     def url(self) -> str:
-        return self.info["mcp"]
+        return _reach(self.info["mcp"])
 
     def control(self, method: str, path: str, body: Any = None, token: str | None = CONTROL_TOKEN) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.info["control"] + path, data=data, method=method)
+        req = urllib.request.Request(_reach(self.info["control"]) + path, data=data, method=method)
         if token:
             req.add_header("Authorization", f"Bearer {token}")
         if data is not None:
@@ -388,7 +393,7 @@ def test_non_loopback_bind_requires_the_token(tmp_path: Path, built_bridge: None
     assert b"without a bearer token" in refused.stderr
 
     with start_mcp(tmp_path, "--host", "0.0.0.0", env={"ENVSCALER_MCP_TOKEN": "agent-token"}) as s:
-        url = s.url.replace("0.0.0.0", "127.0.0.1")
+        url = s.url
 
         async def connect(headers: dict[str, str]) -> int:
             async with session(url, {**on("library-1"), **headers}) as c:

@@ -81,6 +81,9 @@ test("per-stage endpoints come from flags, then env vars, then --stage-model", (
   expect(stageEndpoints({ model: "m", stageModel: ["code=coder", "method=tiny"] }).method!.model).toBe("tiny");
 });
 
+/** The two whole-pipeline runs: ~30 s on a quiet 2-core machine, twice that with other suites beside them. */
+const PIPELINE_TIMEOUT_MS = 180_000;
+
 test("the whole pipeline: task text → mined env → built, tested env → vetted scenarios → a served env scoring 1.0", async () => {
   served.length = 0;
   const fixture = await OpenAIFixture.start(synthResponder);
@@ -134,7 +137,7 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
   } finally {
     await fixture.close();
   }
-});
+}, PIPELINE_TIMEOUT_MS);
 
 test("a run killed midway and started again repeats no finished LLM call", async () => {
   const out = tmp();
@@ -169,19 +172,23 @@ test("a run killed midway and started again repeats no finished LLM call", async
   } finally {
     await fixture.close();
   }
-});
+}, PIPELINE_TIMEOUT_MS);
 
 test("scenario vetting rejects checks that depend on the seed", async () => {
   const { vetScenario } = await import("../../synth/stages/scenarios.js");
   const { writeBundle } = await import("../../synth/stages/build-env.js");
   const manifest = (initial: number) => ({
     format: "envscaler.env/v1", id: "dice-v1", name: "Dice", introduction: "A die.", rules: [], class_name: "DiceEnv",
-    tools: [{ type: "function", function: { name: "roll", description: "Roll.", parameters: { type: "object", properties: {} } } }],
-    default_state: { value: initial },
+    // roll's label: the check asks for one a random agent cannot guess (its strings come from the
+    // state and a few fixed words), so `envscaler check`'s random-agent probe does not pass the
+    // scenario and vetting reaches the seed comparison this test is about
+    tools: [{ type: "function", function: { name: "roll", description: "Roll.", parameters: { type: "object", properties: { label: { type: "string" } }, required: ["label"] } } }],
+    default_state: { value: initial, label: "" },
   });
-  const source = "class DiceEnv { constructor(s) { this.value = s.value; } roll() { this.value = Math.random(); return { value: this.value }; } }";
+  const source = "class DiceEnv { constructor(s) { this.value = s.value; this.label = s.label; } roll({ label }) { this.label = label; this.value = Math.random(); return { value: this.value }; } }";
+  const ROLL = { name: "roll", arguments: { label: "fair-die-7" } };
   const scenario = (check: string) =>
-    Scenario.parse({ id: "dice-1", env_id: "dice-v1", mode: "task", task: "Roll the die.", checks: [{ kind: "js", description: "a good roll", source: `({final}) => ${check}` }], reference_actions: [{ name: "roll", arguments: {} }] });
+    Scenario.parse({ id: "dice-1", env_id: "dice-v1", mode: "task", task: "Roll the die.", checks: [{ kind: "js", description: "a good roll", source: `({final}) => final.label === "fair-die-7" && ${check}` }], reference_actions: [ROLL] });
   const probe = join(tmp(), "dice");
   writeBundle(probe, manifest(1), source, [scenario("true")]);
   // where seeds 0 (envscaler check), 1 and 2 (the determinism runs) land decides a check that
@@ -191,7 +198,7 @@ test("scenario vetting rejects checks that depend on the seed", async () => {
   try {
     for (const seed of [0, 1, 2]) {
       const { episode_id } = await rt.reset("dice-1", seed);
-      v.push(JSON.parse((await rt.step(episode_id, { name: "roll", arguments: {} })).observation.content).value);
+      v.push(JSON.parse((await rt.step(episode_id, ROLL)).observation.content).value);
     }
   } finally {
     await rt.close();
