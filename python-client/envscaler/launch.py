@@ -143,18 +143,18 @@ def _stop(process: subprocess.Popen[bytes], timeout: float) -> None:
         process.wait()
 
 
-_told_unrecorded = False
+#: notices launch() has printed in this process (each is said once)
+_NOTICES_GIVEN: set[str] = set()
 
 
 def _record_args(record_dir: str | os.PathLike[str] | None, extra: Sequence[str]) -> list[str]:
     """serve's recording flags for ``launch``: off unless asked (bounded by default)."""
-    global _told_unrecorded
     if any(a in ("--record", "--no-record", "--record-dir") or a.startswith("--record-dir=") for a in extra):
         return []  # the caller chose
     if record_dir is not None:
         return ["--record", "--record-dir", os.path.abspath(os.fspath(record_dir))]
-    if not _told_unrecorded:
-        _told_unrecorded = True
+    if "unrecorded" not in _NOTICES_GIVEN:
+        _NOTICES_GIVEN.add("unrecorded")
         print("envscaler.launch: episodes are not recorded (pass record_dir= to keep trajectories)", file=sys.stderr)
     return ["--no-record"]
 

@@ -8,9 +8,9 @@ import sys
 import envscaler
 from envscaler import EnvScalerEnv
 
-launch_module = sys.modules["envscaler.launch"]  # the package's `launch` name is the function
-
 from helpers import FINAL_REPLY, NOTES_ENVS, REFERENCE_ACTIONS
+
+launch_module = sys.modules["envscaler.launch"]  # the package's `launch` name is the function
 
 
 def _play_one(bridge: envscaler.Bridge) -> None:
@@ -25,7 +25,7 @@ def _play_one(bridge: envscaler.Bridge) -> None:
 
 def test_launch_records_nothing_by_default_and_says_so_once(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(launch_module, "_told_unrecorded", False)
+    monkeypatch.setattr(launch_module, "_NOTICES_GIVEN", set())
     with envscaler.launch(envs=[str(NOTES_ENVS)], startup_timeout=60) as b:
         _play_one(b)
     assert list(tmp_path.iterdir()) == []  # no ./trajectories, nothing else

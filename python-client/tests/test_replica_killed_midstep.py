@@ -41,7 +41,7 @@ def test_a_replica_killed_mid_step_is_session_lost_for_each_of_its_sub_envs():
             os.kill(victim, signal.SIGSTOP)  # it takes the step and cannot answer
             killer = _kill_later(victim, 0.5)
             t0 = time.monotonic()
-            obs, rewards, terminated, truncated, infos = vec.step([ADD] * 4)
+            _obs, rewards, terminated, truncated, infos = vec.step([ADD] * 4)
             took = time.monotonic() - t0
             killer.join()
             assert took < TIMEOUT_S + SLACK_S, took

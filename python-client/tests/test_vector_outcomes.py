@@ -101,7 +101,7 @@ def test_batches_over_the_frame_limit_are_split_and_all_run(bridge, vec):
     actions = [ADD] * N
     actions[0] = actions[2] = big  # sub-envs 0 and 2 are on replica 0
     sent = vec.requests_sent.get("step_batch", 0)
-    obs, rewards, terminated, _, infos = vec.step(actions)
+    _obs, _rewards, terminated, _, infos = vec.step(actions)
     assert vec.requests_sent["step_batch"] - sent == 3  # replica 0's batch went out in two frames
     assert terminated[0] and terminated[2]  # both ran: a text reply ends a task
     assert _error_code(infos, 0) is None and _error_code(infos, 2) is None
@@ -162,10 +162,11 @@ def test_finish_mask_scores_those_episodes_and_they_are_autoreset(bridge, vec):
 
 
 def test_mode_selects_scenarios_in_every_env_class(bridge):
+    import asyncio
+
     from envscaler import AsyncEnvScalerEnv
     from envscaler.adapters.gem import EnvScalerGemEnv
     from envscaler.adapters.roll import EnvScalerRollEnv
-    import asyncio
 
     with bridge.client(0, timeout=30) as c:
         listed = {s["scenario_id"]: s["mode"] for s in c.list_scenarios()}
@@ -182,7 +183,7 @@ def test_mode_selects_scenarios_in_every_env_class(bridge):
     v = EnvScalerVectorEnv(bridge.endpoints, num_envs=2, mode="conversation", timeout=30)
     try:
         assert v.scenario_ids == conv
-        obs, infos = v.reset(seed=1)
+        _obs, infos = v.reset(seed=1)
         assert list(infos["scenario_id"]) == ["notes-2", "notes-2"] and list(infos["mode"]) == ["conversation"] * 2
     finally:
         v.close()
@@ -204,7 +205,7 @@ def test_a_conversation_with_no_simulated_user_ends_at_the_first_reply(bridge):
         env.reset(seed=2)
         obs, _, terminated, _, info = env.step(REFERENCE_ACTIONS[0] | {"arguments": {"user_id": "u3"}, "name": "list_notes"})
         assert not terminated
-        obs, reward, terminated, truncated, info = env.step("You have one note.")
+        obs, _reward, terminated, truncated, info = env.step("You have one note.")
         assert terminated and not truncated and info["end_reason"] == "no_user"
         assert "--user-model" in obs and info["reward_info"]["total"] >= 1
         env.close()
@@ -235,7 +236,7 @@ def test_step_none_is_an_observation_like_any_other_bad_action(bridge):
         env = EnvScalerEnv(client=c, scenario_ids=["notes-1"])
         env.reset(seed=1)
         for bad in (None, 42, {}):
-            obs, reward, terminated, truncated, info = env.step(bad)
+            obs, _reward, terminated, truncated, info = env.step(bad)
             assert json.loads(obs)["error"]["type"] == "invalid_action" and not terminated and not truncated
         assert info["step"] == 3
         env.close()
