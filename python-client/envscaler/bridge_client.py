@@ -252,6 +252,11 @@ class BridgeClient:
         self._hello = self.request("hello", **fields, **kw)
         return self._hello
 
+    @property
+    def last_hello(self) -> dict[str, Any] | None:
+        """The last ``hello`` result this client received (None before any)."""
+        return self._hello
+
     def hello_info(self) -> dict[str, Any]:
         """The bridge's ``hello`` result, asked once per client (limits and features do not change
         while it runs)."""

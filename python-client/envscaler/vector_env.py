@@ -51,6 +51,12 @@ REFUSED_CODES = frozenset({"too_large", "bad_request", "overloaded", "recording_
 #: Room a step_batch frame keeps for its envelope and each entry's session id and keys. @unit bytes
 _FRAME_SLACK = 1024
 _ENTRY_OVERHEAD = 256
+#: A frame this small fits any bridge's limit: below it no replica is asked for its limit. @unit bytes
+_ALWAYS_FITS = 64 << 10
+#: The protocol's default max_frame_bytes, assumed for a replica that did not say. @unit bytes
+_DEFAULT_FRAME_BYTES = 8 << 20
+#: How long the vector env waits for a replica's hello (features, limits). @unit seconds
+_HELLO_TIMEOUT_S = 5.0
 
 
 def _collect_all(pending: Sequence[Pending]) -> list[dict[str, Any] | BridgeError]:
@@ -179,6 +185,7 @@ class EnvScalerVectorEnv(VectorEnv):
         self._autoreset = np.zeros(self.num_envs, dtype=np.bool_)
         self._obs = np.full(self.num_envs, "", dtype=object)
         self.requests_sent: dict[str, int] = {}  # op -> count, for diagnostics and tests
+        self._hello_failed: set[BridgeClient] = set()  # replicas that did not answer hello
 
     @property
     def session_ids(self) -> list[str | None]:
@@ -245,19 +252,34 @@ class EnvScalerVectorEnv(VectorEnv):
                 results[i] = r
         return results
 
-    def _supports(self, i_client: int, feature: str) -> bool:
+    def _hello(self, i_client: int) -> dict[str, Any] | None:
+        """The replica's ``hello`` (features, limits): asked once per client, briefly; None when
+        the replica did not answer (it is not asked again: its requests will say what is wrong)."""
         client = self.clients[i_client]
+        if client.last_hello is not None:
+            return client.last_hello
+        if client.closed or client in self._hello_failed:
+            return None
         try:
-            return not client.closed and client.supports(feature)
+            return client.hello(timeout=min(client.timeout, _HELLO_TIMEOUT_S))
         except (BridgeError, BridgeNotRunning):
-            return False  # the replica does not answer: the request that follows will say so
+            self._hello_failed.add(client)
+            return None
 
-    def _frame_limit(self, i_client: int) -> int:
-        """The most bytes one request frame to this replica may hold (``hello``'s ``max_frame_bytes``)."""
+    def _supports(self, i_client: int, feature: str) -> bool:
+        hello = self._hello(i_client)
+        return hello is not None and feature in (hello.get("features") or ())
+
+    def _frame_limit(self, i_client: int, need: int) -> int:
+        """The most bytes one request frame to this replica may hold (``hello``'s
+        ``max_frame_bytes``); not asked for when ``need`` bytes fit any frame limit."""
+        if need <= _ALWAYS_FITS and self.clients[i_client].last_hello is None:
+            return _ALWAYS_FITS + _FRAME_SLACK
+        hello = self._hello(i_client)
         try:
-            return int(self.clients[i_client].hello_info()["limits"]["max_frame_bytes"])
-        except (BridgeError, BridgeNotRunning, KeyError, TypeError, ValueError):
-            return 8 << 20  # the protocol's default; the request that follows will say what is wrong
+            return int(hello["limits"]["max_frame_bytes"]) if hello is not None else _DEFAULT_FRAME_BYTES
+        except (KeyError, TypeError, ValueError):
+            return _DEFAULT_FRAME_BYTES
 
     def _try_submit(self, i_client: int, op: str, **fields: Any) -> Pending:
         """``_submit``, with a request that cannot be sent (the replica takes nothing) as its error."""
@@ -335,17 +357,15 @@ class EnvScalerVectorEnv(VectorEnv):
             if action is None and not self._supports(self.replica_of[i], "null_action"):
                 refused[i] = error_for("bad_request", "the action is None (this bridge refuses a null action)")
                 continue
-            limit = self._frame_limit(self.replica_of[i]) - _FRAME_SLACK
             if isinstance(action, str):  # the common case, sized without encoding it twice
                 n = (len(action) if action.isascii() else 4 * len(action)) + 16  # an upper bound for UTF-8
-                if n <= limit:
-                    wire[i], size[i] = action, n
+            else:
+                try:
+                    n = len(packb(action))
+                except CodecError as e:
+                    refused[i] = error_for("bad_request", f"the action cannot be sent: {e}")
                     continue
-            try:
-                n = len(packb(action))
-            except CodecError as e:
-                refused[i] = error_for("bad_request", f"the action cannot be sent: {e}")
-                continue
+            limit = self._frame_limit(self.replica_of[i], n + _ENTRY_OVERHEAD) - _FRAME_SLACK
             if n > limit:
                 refused[i] = error_for("too_large", f"the action is {n} bytes encoded, over what one request frame holds ({limit} of max_frame_bytes {limit + _FRAME_SLACK}); it was not sent")
                 continue
@@ -359,7 +379,7 @@ class EnvScalerVectorEnv(VectorEnv):
             by_replica.setdefault(self.replica_of[i], []).append(i)
         out: list[tuple[int, list[int]]] = []
         for r, envs in sorted(by_replica.items()):
-            limit = self._frame_limit(r) - _FRAME_SLACK
+            limit = self._frame_limit(r, sum(size[i] + _ENTRY_OVERHEAD for i in envs)) - _FRAME_SLACK
             chunk: list[int] = []
             total = 0
             for i in envs:
