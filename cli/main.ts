@@ -12,9 +12,15 @@ import { serveCommand } from "./commands/serve.js";
 import { synthCommand } from "./commands/synth.js";
 import { exportCommand, replayCommand, viewCommand } from "./commands/trajectories.js";
 import { uiCommand } from "./commands/ui.js";
+import { npmChain, watchProcesses } from "./parent-watch.js";
 
 // the sandbox's Date reads the host time zone through emscripten; pin it so episodes replay anywhere
 process.env.TZ = "UTC";
+
+// run by npm/npx: end with it. npm passes a SIGTERM only to the `sh -c` it runs us under, which
+// dies without passing it on, so without this a stopped `npx envscaler serve` (or ui, rollout…)
+// would keep running, orphaned. Each command stops on SIGTERM as it does when signalled directly.
+watchProcesses(npmChain(), () => process.kill(process.pid, "SIGTERM"));
 
 await yargs(hideBin(process.argv))
   .scriptName("envscaler")

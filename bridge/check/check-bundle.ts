@@ -1,12 +1,13 @@
 import { Ajv } from "ajv";
-import type { Scenario } from "../../envs/bundle-schema.js";
 import type { EnvBundle } from "../../envs/load-bundle.js";
-import { Episode, type StepResult } from "../episode/episode.js";
+import type { StepResult } from "../episode/episode.js";
 import { EnvLoadError, EnvSession } from "../episode/env-session.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { ToolValidator } from "../episode/tool-validator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import { bundleInitialState, bundleStateBase } from "../state/bundle-state.js";
+import { type GamingProbe, probeGaming } from "./gaming-probes.js";
+import { CHECK_SEED, runScenario } from "./run-scenario.js";
 import { syntaxErrorLocation } from "./syntax-error-location.js";
 import { PROGRAMMING_ERRORS, probeValue } from "./tool-probe.js";
 
@@ -17,54 +18,29 @@ export interface CheckReport {
   scenarios: number;
   problems: string[];
   warnings: string[];
+  /** The gaming probes of each scenario whose reference solution scores 1.0 (gaming-probes.ts). */
+  probes: Record<string, GamingProbe>;
 }
-
-const SEED = 0;
 
 export interface CheckOptions {
   /** Told what is being checked before each stage that runs env code (for error messages). */
   onProgress?: (stage: string) => void;
 }
 
-/** Scores one run of a scenario: either its reference solution, or doing nothing. */
-async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: ReferenceCache, solve: boolean): Promise<{ result: StepResult; toolErrors: string[]; refusals: string[] }> {
-  const episode = new Episode({
-    bundle,
-    scenario,
-    seed: SEED,
-    episodeId: `check-${scenario.id}`,
-    reference: () => refs.get(bundle, scenario.id, SEED),
-  });
-  const toolErrors: string[] = [];
-  const refusals: string[] = [];
-  try {
-    await episode.reset();
-    let last: StepResult | undefined;
-    if (solve) {
-      for (const a of scenario.reference_actions ?? []) {
-        last = await episode.step({ name: a.name, arguments: a.arguments });
-        for (const r of last.observation.tool_results ?? []) {
-          const type = r.ok ? undefined : (JSON.parse(r.content) as { error: { type: string; message: string } }).error;
-          // a deliberate exception is allowed (tau-bench ground truths contain some); a TypeError is a bug in the tool
-          const bug = type?.type === "tool_exception" && [...PROGRAMMING_ERRORS].some((n) => type.message.startsWith(`${a.name} raised ${n}:`));
-          if (type && (type.type !== "tool_exception" || bug)) toolErrors.push(`${a.name}: ${type.message}`);
-          // allowed (tau-bench ground truths contain refused calls), but worth a look
-          // a python-format env's result text need not be JSON ("Error: order not found")
-          if (r.ok && (jsonOrNull(r.content) as { success?: unknown } | null)?.success === false) refusals.push(`${a.name}(${JSON.stringify(a.arguments)})`);
-        }
-        if (last.terminated || last.truncated) break;
-      }
-      const messages = scenario.reference_messages ?? [];
-      if (!episode.isDone && messages.length) {
-        if (scenario.mode === "task") last = await episode.step(messages.join("\n"));
-        else for (const m of messages) last = await episode.step(m);
-      }
-    }
-    const result = episode.isDone && last ? last : await episode.finish();
-    return { result, toolErrors, refusals };
-  } finally {
-    episode.close();
+/** A random agent's 1.0, or a reference solution none of whose steps is needed, is a problem; a write whose effect is unchecked, a warning. */
+function reportProbe(label: string, steps: number, probe: GamingProbe, report: CheckReport): void {
+  if (probe.randomWinner) {
+    const calls = probe.randomWinner.map((c) => `${c.name}(${JSON.stringify(c.arguments)})`).join(", ");
+    report.problems.push(`${label}: a random agent reached reward 1.0 (best of ${probe.randomEpisodes} seeded episodes of schema-valid calls), so the checks do not tell a solution from chance; its calls: ${calls}`);
   }
+  if (steps > 1 && probe.dropped === steps && probe.droppable.length === steps) {
+    report.problems.push(`${label}: leaving out any one reference action still scores 1.0, so the checks test none of them`);
+  } else {
+    for (const d of probe.droppable.filter((x) => x.wrote)) {
+      report.warnings.push(`${label}: reference action #${d.index + 1} ${d.name} changes the state, yet leaving it out still scores 1.0: its effect is unchecked, or it is not needed`);
+    }
+  }
+  if (probe.cutShort) report.warnings.push(`${label}: the gaming probes ran out of their time budget (${probe.dropped} of ${steps} actions dropped, ${probe.randomEpisodes} random episodes)`);
 }
 
 function describeFailures(result: StepResult): string {
@@ -99,7 +75,7 @@ async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progre
       continue;
     }
     progress(`${m.source_file}: probing ${name}, which no reference solution calls`);
-    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: SEED });
+    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: CHECK_SEED });
     try {
       const out = session.call(name, args as Record<string, unknown>);
       if (out.kind === "error" && PROGRAMMING_ERRORS.has(out.error.name)) {
@@ -122,12 +98,12 @@ async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progre
  */
 export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {}): Promise<CheckReport> {
   const progress = options.onProgress ?? (() => {});
-  const report: CheckReport = { envId: bundle.id, dir: bundle.dir, tools: bundle.manifest.tools.length, scenarios: bundle.scenarios.size, problems: [], warnings: [] };
+  const report: CheckReport = { envId: bundle.id, dir: bundle.dir, tools: bundle.manifest.tools.length, scenarios: bundle.scenarios.size, problems: [], warnings: [], probes: {} };
   const m = bundle.manifest;
 
   progress(`${m.source_file}: loading class ${m.class_name}`);
   try {
-    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: SEED });
+    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: CHECK_SEED });
     const toolNames = m.tools.map((t) => t.function.name);
     const missing = toolNames.filter((n) => !session.methods.includes(n));
     if (missing.length) report.problems.push(`${m.source_file}: class ${m.class_name} has no method for tools ${missing.join(", ")}`);
@@ -167,7 +143,7 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     if (scenario.checks.length === 0) report.warnings.push(`${label}: no checks, so every episode scores 0`);
 
     progress(`${label}: doing nothing`);
-    const nothing = await runScenario(bundle, scenario, refs, false);
+    const nothing = await runScenario(bundle, scenario, refs, [], false);
     for (const c of nothing.result.info.reward_info?.checks ?? []) {
       if (c.error && /SyntaxError/.test(c.error)) report.problems.push(`${label}: check #${c.index} does not compile: ${c.error}`);
     }
@@ -179,23 +155,20 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
       continue;
     }
     progress(`${label}: the reference solution`);
-    const solved = await runScenario(bundle, scenario, refs, true);
+    const solved = await runScenario(bundle, scenario, refs, scenario.reference_actions, true);
     for (const err of solved.toolErrors) report.problems.push(`${label}: reference action rejected: ${err}`);
     if (solved.refusals.length) report.warnings.push(`${label}: reference actions the env refused ({success: false}): ${solved.refusals.join(", ")}`);
     if (solved.result.truncated) report.problems.push(`${label}: the reference solution needs more than max_steps steps`);
     if (scenario.checks.length && solved.result.reward < 1) {
       report.problems.push(`${label}: the reference solution scores ${solved.result.reward}, not 1.0: ${describeFailures(solved.result)}`);
+    } else if (scenario.checks.length && !solved.toolErrors.length) {
+      progress(`${label}: probing whether the checks can be gamed`);
+      const probe = await probeGaming(bundle, scenario, refs, solved.wrote);
+      report.probes[scenario.id] = probe;
+      reportProbe(label, scenario.reference_actions.length, probe, report);
     }
   }
   // last: a probe may hit a tool that hangs, and the scenarios' own findings come first
   await probeUncalledTools(bundle, report, progress);
   return report;
-}
-
-function jsonOrNull(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }

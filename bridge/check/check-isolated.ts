@@ -25,6 +25,6 @@ export async function checkBundleIsolated(dir: string, options: IsolatedCheckOpt
       if (msg.stage) stage = msg.stage;
       return msg.report;
     },
-    failed: (kind, detail) => ({ envId: dir, dir, tools: 0, scenarios: 0, problems: [`${stage}: ${why[kind](detail)}`], warnings: [] }),
+    failed: (kind, detail) => ({ envId: dir, dir, tools: 0, scenarios: 0, problems: [`${stage}: ${why[kind](detail)}`], warnings: [], probes: {} }),
   });
 }

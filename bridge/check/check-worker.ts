@@ -20,6 +20,6 @@ try {
   report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }) });
 } catch (e) {
   if (!(e instanceof BundleLoadError)) throw e;
-  report = { envId: init.dir, dir: init.dir, tools: 0, scenarios: 0, problems: e.problems.map((p) => `${p.file}: ${p.message}`), warnings: [] };
+  report = { envId: init.dir, dir: init.dir, tools: 0, scenarios: 0, problems: e.problems.map((p) => `${p.file}: ${p.message}`), warnings: [], probes: {} };
 }
 port.postMessage({ report });

@@ -114,6 +114,8 @@ export class Supervisor {
       await this.stop();
       throw e;
     }
+    // stopped (a signal, the launcher's end) while the replicas started: no connection file then
+    if (this.stopping) throw new Error("the bridge was stopped while it started");
     const info = this.connectionInfo();
     if (this.options.connectionFile) writeConnectionFile(this.options.connectionFile, info);
     return info;

@@ -42,6 +42,16 @@ export const checkCommand: CommandModule<object, CheckArgs> = {
         console.log(`${mark} ${report.envId} (${report.tools} tools, ${report.scenarios} scenarios) ${report.dir}`);
         for (const p of report.problems) console.log(`    error: ${p}`);
         for (const w of report.warnings) console.log(`    warning: ${w}`);
+        const probed = Object.entries(report.probes);
+        if (probed.length) {
+          const [bestId, best] = probed.reduce((a, b) => (b[1].randomBest > a[1].randomBest ? b : a));
+          const droppable = probed.flatMap(([, p]) => p.droppable);
+          const writes = droppable.filter((d) => d.wrote).length;
+          console.log(
+            `    probes: ${probed.length} scenarios; a random agent's best reward ${best.randomBest}` +
+              `${best.randomBest > 0 ? ` (${bestId})` : ""}; reference actions that can be left out at 1.0: ${droppable.length - writes} reads, ${writes} writes`,
+          );
+        }
       }
     }
     console.log(`${total - failed}/${total} bundles passed${badPaths ? `; ${badPaths} path(s) held no bundle` : ""}`);

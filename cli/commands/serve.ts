@@ -1,9 +1,11 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { createLogger } from "../../bridge/server/logger.js";
 import { Supervisor } from "../../bridge/server/supervisor.js";
 import type { UserSimulatorConfig } from "../../bridge/episode/user-simulator.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { resolveEnvFolders } from "../env-folders.js";
+import { watchProcesses } from "../parent-watch.js";
 
 interface ServeArgs {
   envs: string[];
@@ -35,6 +37,8 @@ interface ServeArgs {
   userCache?: string;
   record: boolean;
   recordDir: string;
+  parentPid?: number;
+  removeIfOrphaned?: string;
 }
 
 /**
@@ -64,7 +68,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
   describe: "Serve env episodes over ZeroMQ (docs/protocol.md) from N replica processes",
   builder: (y: Argv) =>
     y
-      .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folder(s), or folders of bundles" })
+      .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folder(s), folders of bundles, or bundled env ids (library or library-v1)" })
       .option("endpoint", { type: "string", default: "tcp://127.0.0.1:5555", describe: "replica 0's endpoint; replica i gets port+i (use port * for free ports)" })
       .option("replicas", { type: "number", default: 1, describe: "replica processes" })
       .option("workers", { type: "number", default: 0, describe: "engine worker threads per replica; 0: episodes run on the replica's serving thread, no thread hop (the sandbox's fuel checks stop a guest call at its deadline)" })
@@ -88,6 +92,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
       .option("record-failure", { choices: ["refuse", "continue"] as const, default: "refuse" as const, describe: "when a trajectory record cannot be written: refuse requests with `recording_unavailable` before they run, or continue unrecorded" })
       .option("record-dir", { type: "string", default: "trajectories", describe: "where each replica writes its trajectory file" })
+      .option("parent-pid", { type: "number", describe: "stop (as on SIGTERM) when this process ends, however it ends; envscaler.launch() passes its own pid" })
+      .option("remove-if-orphaned", { type: "string", describe: "a folder of the --parent-pid process that serve removes when it stops because that process ended (launch() passes its temporary folder)" })
       .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (else ENVSCALER_USER_MODEL, else gpt-4.1)" })
       .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL (else USER_OPENAI_BASE_URL, else OPENAI_BASE_URL); key from USER_OPENAI_API_KEY / OPENAI_API_KEY" })
       .option("user-timeout", { type: "number", describe: "seconds one simulated-user request may take (else ENVSCALER_USER_TIMEOUT, else 60)" })
@@ -96,9 +102,10 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
   handler: async (args: ArgumentsCamelCase<ServeArgs>) => {
     const log = createLogger("envscaler-serve");
     const allow = args.curveAllow ? readFileSync(args.curveAllow, "utf8").split(/\s+/).filter(Boolean) : [];
+    if (args.removeIfOrphaned !== undefined && args.parentPid === undefined) throw new Error("--remove-if-orphaned needs --parent-pid (whose ending it is about)");
 
     const supervisor = new Supervisor({
-      envs: args.envs,
+      envs: resolveEnvFolders(args.envs),
       endpoint: args.endpoint,
       replicas: args.replicas,
       workers: args.workers,
@@ -127,17 +134,42 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       },
       logger: log,
     });
-    const info = await supervisor.start();
+    // the stop handlers come first: a signal or the parent's end during startup stops the
+    // replicas already started instead of killing this process under them
+    let stopping: Promise<void> | null = null;
+    let stopped!: () => void;
+    const done = new Promise<void>((resolve) => (stopped = resolve));
+    let orphaned = false;
+    const stop = (why: string) => {
+      if (stopping) return;
+      log.info({ why }, "stopping");
+      stopping = supervisor.stop();
+      void stopping.then(stopped);
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+    if (args.parentPid !== undefined) {
+      watchProcesses([args.parentPid], (pid) => {
+        orphaned = true;
+        stop(`the process that launched this bridge (pid ${pid}) ended`);
+      });
+      // nobody else is left to remove the launcher's folder; on every way out, start failures included
+      if (args.removeIfOrphaned) {
+        const dir = args.removeIfOrphaned;
+        process.on("exit", () => orphaned && rmSync(dir, { recursive: true, force: true }));
+      }
+    }
+    let info;
+    try {
+      info = await supervisor.start();
+    } catch (e) {
+      if (stopping) return done; // stopped while starting: not a failure to start
+      throw e;
+    }
     log.info({ endpoints: info.endpoints, curve: Boolean(info.curve) }, "bridge serving");
     // the one line a script may wait for on stdout
     console.log(JSON.stringify({ serving: info.endpoints }));
-    await new Promise<void>((resolve) => {
-      const stop = () => {
-        log.info("stopping");
-        void supervisor.stop().then(resolve);
-      };
-      process.once("SIGTERM", stop);
-      process.once("SIGINT", stop);
-    });
+    // until stop() has stopped the replicas and removed the connection file
+    await done;
   },
 };

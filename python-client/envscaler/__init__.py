@@ -9,6 +9,7 @@ from .async_bridge_client import AsyncBridgeClient
 from .async_env import AsyncEnvScalerEnv
 from .bridge_client import BridgeClient
 from .envscaler_env import EnvScalerEnv
+from .fork_point import ForkPoint, afork_point, fork_point
 from .launch import Bridge, connect, launch
 from .protocol import (
     ERROR_CODES,
@@ -19,6 +20,7 @@ from .protocol import (
 )
 from .replay import replay
 from .spaces import AgentAction, AnyText, TextBatch
+from .transcript import Transcript, VectorTranscripts
 from .vector_env import EnvScalerVectorEnv
 
 __version__ = "0.1.0"
@@ -52,9 +54,14 @@ __all__ = [
     "EnvScalerEnv",
     "EnvScalerVectorEnv",
     "EpisodeResult",
+    "ForkPoint",
     "TextBatch",
+    "Transcript",
+    "VectorTranscripts",
+    "afork_point",
     "connect",
     "error_for",
+    "fork_point",
     "launch",
     "replay",
     "rollout",

@@ -18,6 +18,7 @@ from .episode_logic import LOST_SESSION, Episode, StepTuple, check_mode, check_s
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
 from .protocol import BridgeError, BridgeTimeout, SessionLost, ShuttingDown
 from .reachability import BridgeNotRunning, check_reachable
+from .transcript import Transcript
 
 __all__ = ["AsyncEnvScalerEnv"]
 
@@ -68,6 +69,8 @@ class AsyncEnvScalerEnv:
         self._scenario_ids = self._given_scenarios if mode is None else None
         self.np_random: np.random.Generator = seeding.np_random()[0]
         self.episode = Episode()
+        #: the episode as the agent saw it (``messages``); see envscaler.transcript
+        self.transcript = Transcript()
 
     # the bridge's ids of the current episode (kept by the shared state machine)
     session_id = property(lambda self: self.episode.session_id)
@@ -98,6 +101,7 @@ class AsyncEnvScalerEnv:
         bridge_seed = options.get("seed")
         bridge_seed = episode_seed(seed, self.np_random) if bridge_seed is None else check_seed(bridge_seed, "options['seed']")
         live = self.episode.live
+        self.transcript = Transcript()  # the old episode's messages go, whether or not this reset succeeds
 
         async def send(sid: str | None) -> dict[str, Any]:
             if self.fleet is not None:
@@ -107,11 +111,22 @@ class AsyncEnvScalerEnv:
             finish_previous = live and sid is not None and await self.client.supports("reset_finish_previous")
             return await self._call(self.client.reset(str(scenario), seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
 
-        return self.episode.begin(await self.episode.areset(send), str(scenario))
+        obs, info = self.episode.begin(await self.episode.areset(send), str(scenario))
+        self.transcript.start(obs, info)
+        return obs, info
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The episode so far as OpenAI chat messages, as ``Agent(mode="fc")`` sends them to the
+        model (``self.transcript.messages("prompt")`` for prompt mode)."""
+        return self.transcript.messages()
 
     async def step(self, action: Any) -> StepTuple:
         sid = self.episode.session()
-        return self.episode.ended(await self._ending(lambda: self.client.step(sid, plain_action(action))))
+        result = self.episode.ended(await self._ending(lambda: self.client.step(sid, plain_action(action))))
+        obs, _, terminated, truncated, info = result
+        self.transcript.record(action, obs, terminated, truncated, info)
+        return result
 
     async def finish(self) -> StepTuple:
         sid = self.episode.session()

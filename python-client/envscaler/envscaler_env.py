@@ -11,6 +11,7 @@ from .bridge_client import BridgeClient, CurveKeys
 from .episode_logic import Episode, StepTuple, check_mode, check_seed, choose_scenario, close_session_quietly, episode_seed, open_client, plain_action, select_scenarios, step_tuple
 from .protocol import BridgeError
 from .spaces import AgentAction, AnyText
+from .transcript import Transcript
 
 __all__ = ["EnvScalerEnv"]
 
@@ -75,6 +76,9 @@ class EnvScalerEnv(gym.Env[str, Any]):
         self.mode = check_mode(mode)
         self._given_scenarios = list(scenario_ids) if scenario_ids is not None else None
         self._scenario_ids = self._given_scenarios if mode is None else None
+        #: the episode as the agent saw it (``messages``); a fork starts with a copy of its source's
+        self.transcript = Transcript()
+        self._snapshot_transcripts: dict[str, Transcript] = {}
 
     # the bridge's ids of the current episode (kept by the shared state machine)
     session_id = property(lambda self: self.episode.session_id)
@@ -99,6 +103,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
         if seed is not None:
             check_seed(seed)  # before anything changes: a seed out of range is the caller's error
         super().reset(seed=seed)
+        self.transcript = Transcript()  # the old episode's messages go, whether or not this reset succeeds
         options = options or {}
         scenario = str(scenario_id or options.get("scenario_id") or choose_scenario(self.np_random, self.scenario_ids))
         bridge_seed = options.get("seed")
@@ -111,12 +116,23 @@ class EnvScalerEnv(gym.Env[str, Any]):
             finish_previous = False
         result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         self._steps = 0
-        return self.episode.begin(result, scenario)
+        obs, info = self.episode.begin(result, scenario)
+        self.transcript.start(obs, info)
+        self._snapshot_transcripts.clear()  # the bridge drops an episode's snapshots at its reset
+        return obs, info
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The episode so far as OpenAI chat messages, as ``Agent(mode="fc")`` sends them to the
+        model (``self.transcript.messages("prompt")`` for prompt mode; ``self.transcript.tools``
+        are the tools)."""
+        return self.transcript.messages()
 
     def step(self, action: Any) -> StepTuple:
         obs, reward, terminated, truncated, info = self.episode.ended(step_tuple(self.client.step(self.episode.session(), plain_action(action)), drop=("episode_id",)))
         self._steps += 1
         if terminated or truncated:
+            self.transcript.record(action, obs, terminated, truncated, info)
             return obs, reward, terminated, truncated, info
         if self.max_steps is not None and self._steps >= self.max_steps:
             # the trainer's time limit is reached before the bridge's own: score the episode now,
@@ -124,7 +140,9 @@ class EnvScalerEnv(gym.Env[str, Any]):
             _, reward, _, _, end = self.finish()
             info.update({k: v for k, v in end.items() if k in ("end_reason", "reward_info", "error")})
             info["truncated_by"] = "max_steps"
+            self.transcript.record(action, obs, False, True, info)
             return obs, reward, False, True, info
+        self.transcript.record(action, obs, terminated, truncated, info)
         return obs, reward, terminated, truncated, info
 
     def finish(self) -> StepTuple:
@@ -154,7 +172,9 @@ class EnvScalerEnv(gym.Env[str, Any]):
 
         The snapshot lives in the bridge until :meth:`drop_snapshot`, or until the episode it was
         taken from is closed or reset (restoring keeps it)."""
-        return str(self.client.snapshot(self.episode.session())["snapshot_id"])
+        snapshot_id = str(self.client.snapshot(self.episode.session())["snapshot_id"])
+        self._snapshot_transcripts[snapshot_id] = self.transcript.copy()
+        return snapshot_id
 
     def restore(self, snapshot_id: str) -> dict[str, Any]:
         """Puts this env's episode back to a snapshot's point; returns the bridge's info."""
@@ -162,6 +182,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
         self.episode.episode_id = info.get("episode_id")
         self.episode.scenario_id = info.get("scenario_id")
         self.episode.live = True
+        self.transcript = self._snapshot_transcript(snapshot_id, info)
         return info
 
     def fork(self, snapshot_id: str | None = None) -> EnvScalerEnv:
@@ -171,9 +192,17 @@ class EnvScalerEnv(gym.Env[str, Any]):
         result = self.client.fork(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.fork(self.episode.session())
         child = EnvScalerEnv(client=self.client, scenario_ids=self._scenario_ids)
         child.episode.started(str(result["session_id"]), result["info"])
+        child.transcript = self._snapshot_transcript(snapshot_id, result["info"]) if snapshot_id is not None else self.transcript.copy()
         return child
 
+    def _snapshot_transcript(self, snapshot_id: str, info: dict[str, Any]) -> Transcript:
+        """The conversation up to a snapshot this env took; for one it did not take, an empty
+        transcript holding the fork's info (the messages before it are not known here)."""
+        known = self._snapshot_transcripts.get(snapshot_id)
+        return known.copy() if known is not None else Transcript(info=dict(info), prefix=[], steps_before=int(info.get("step") or 0))
+
     def drop_snapshot(self, snapshot_id: str) -> bool:
+        self._snapshot_transcripts.pop(snapshot_id, None)
         return self.client.drop_snapshot(snapshot_id)
 
     def close(self) -> None:

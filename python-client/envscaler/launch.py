@@ -3,6 +3,18 @@
 The bridge writes its connection file only once every replica serves, but "serves" is the
 bridge's word for "bound its socket"; launch() also waits until each endpoint answers ``hello``
 over the wire, so the first real request of the caller never races the startup.
+
+Lifetime: the bridge never outlives the Python process that launched it. Leaving the ``with``
+block (normally, by an exception, or by KeyboardInterrupt) stops it with SIGTERM. When this
+process ends without running that code (SIGTERM's default action, SIGKILL, os._exit, the OOM
+killer), serve notices by itself: it is started with ``--parent-pid`` (this process) and polls
+it (cli/parent-watch.ts), then stops as on SIGTERM: replicas close their episodes and recordings,
+and serve removes this launch's temporary folder (``--remove-if-orphaned``), since nobody else
+is left to. A parent-death signal (PR_SET_PDEATHSIG, as the Ray agent uses) is not used here: it
+fires when the *thread* that forked ends, and launch() may be called from any thread.
+
+serve runs in a session of its own, so a Ctrl-C in the terminal reaches only Python: the
+``with`` block ends and stops the bridge, after whatever the trainer does on KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -175,7 +187,10 @@ def launch(
 ) -> Iterator[Bridge]:
     """Runs ``envscaler serve`` for the duration of a ``with`` block and yields its Bridge.
 
-    ``envs``: bundle folders or folders of bundles (default: the bridge's bundled envs).
+    ``envs``: bundle folders, folders of bundles, or bundled env ids (``"library"`` or
+    ``"library-v1"``); default: all the bridge's bundled envs. A path that exists is a folder;
+    anything else must name a bundled env, or the bridge does not start and the error says
+    where it looked and which ids there are.
     ``workers``: engine threads per replica (``serve --workers``); 0, the default, runs each
     replica's sandboxes on its serving thread (no thread hop per request).
     ``warm_sessions``: episodes per replica to ready sandboxes for before serving (``serve
@@ -186,16 +201,20 @@ def launch(
     since a trainer's million episodes at ~23 KB each would fill its working directory.
     ``extra_args`` go to ``serve`` as they are (e.g. ``["--idle-timeout", "5"]``; a
     ``--record``/``--no-record``/``--record-dir`` there decides instead of ``record_dir``).
-    On exit the bridge gets SIGTERM, and SIGKILL if it has not stopped after ``stop_timeout``.
+    On exit the bridge gets SIGTERM, and SIGKILL if it has not stopped after ``stop_timeout``;
+    if this process dies without exiting the block, the bridge stops by itself (module docstring).
     """
     cmd = resolve_command(command)
     workdir = tempfile.mkdtemp(prefix="envscaler-bridge-")
     conn_file = os.path.join(workdir, "connection.json")
     log_path = os.path.join(workdir, "serve.log")
     args = [*cmd, "serve", "--endpoint", endpoint, "--replicas", str(int(replicas)), "--workers", str(int(workers)), "--connection-file", conn_file]
+    # ties the bridge's life to this process's, however it ends (module docstring)
+    args += ["--parent-pid", str(os.getpid()), "--remove-if-orphaned", workdir]
     if envs is not None:
-        paths = [envs] if isinstance(envs, (str, os.PathLike)) else list(envs)
-        args += ["--envs", *[os.path.abspath(os.fspath(p)) for p in paths]]
+        entries = [envs] if isinstance(envs, (str, os.PathLike)) else list(envs)
+        # an existing path is a folder (made absolute); anything else is a bundled env id serve resolves
+        args += ["--envs", *[os.path.abspath(e) if os.path.exists(e) else os.fspath(e) for e in entries]]
     if curve:
         args.append("--curve")
     if warm_sessions:
@@ -205,7 +224,7 @@ def launch(
 
     log = open(log_path, "wb")  # noqa: SIM115 (it outlives this block: the bridge writes it until _stop below)
     try:
-        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     except BaseException:
         log.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -216,7 +235,10 @@ def launch(
 
         def fail(why: str) -> None:
             tail = Bridge({"endpoints": ["-"]}, log_path=log_path).log_tail()
-            raise RuntimeError(f"the bridge did not start ({why}): {shlex.join(args)}\n--- log tail ---\n{tail}")
+            # the CLI's own one-line reason (an unknown env id, a missing folder) leads the message
+            reason = next((line for line in reversed(tail.splitlines()) if line.startswith("envscaler: ")), None)
+            head = f"{reason}\n" if reason else ""
+            raise RuntimeError(f"{head}the bridge did not start ({why}): {shlex.join(args)}\n--- log tail ---\n{tail}")
 
         info: dict[str, Any] | None = None
         while info is None:

@@ -138,3 +138,47 @@ test("every tool runs at least once: a tool no reference solution calls is probe
   // probes use the simplest arguments the schema accepts; tools answering them with {success: false} pass
   expect(await problems(join(FIXTURES, "notes"))).toEqual([]);
 });
+
+/** The notes fixture with one task scenario of the given checks and reference solution. */
+function withScenario(checks: string[], reference: { name: string; arguments: Record<string, unknown> }[]): string {
+  return brokenCopy((f) => {
+    f.scenarios = [{ id: "notes-1", env_id: "notes-v1", task: "Tidy up the notes.", checks: checks.map((source, i) => ({ description: `check ${i}`, source })), reference_actions: reference }];
+  });
+}
+
+const ADD_TODO = { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } };
+const HAS_TODO = "({final}) => Object.values(final.notes).some(n => n.user_id === 'u2' && n.title === 'todo' && n.body === 'call mom')";
+
+test("gaming probes: a scenario a random agent passes is a problem, named with the calls that passed it", async () => {
+  // deleting n1 is the whole task: the random agent draws note ids from the state, so it finds it
+  const dir = withScenario(["({final}) => final.notes.n1 === undefined"], [{ name: "delete_note", arguments: { note_id: "n1" } }]);
+  const report = await checkBundle(loadBundle(dir));
+  expect(report.problems.join("\n")).toMatch(/notes-1: a random agent reached reward 1.0 \(best of \d+ seeded episodes of schema-valid calls\).*delete_note\(\{"note_id":"n1"\}\)/);
+  expect(report.probes["notes-1"]!.randomBest).toBe(1);
+});
+
+test("gaming probes: a reference write whose effect no check looks at is a warning; a scenario a random agent cannot pass has none", async () => {
+  const dir = withScenario([HAS_TODO], [ADD_TODO, { name: "add_note", arguments: { user_id: "u1", title: "extra", body: "text" } }, { name: "list_notes", arguments: { user_id: "u2" } }]);
+  const report = await checkBundle(loadBundle(dir));
+  expect(report.problems).toEqual([]);
+  expect(report.warnings.join("\n")).toMatch(/notes-1: reference action #2 add_note changes the state, yet leaving it out still scores 1.0/);
+  expect(report.warnings.join("\n")).not.toMatch(/#1 add_note|#3 list_notes/); // #1 is needed; #3 is a read
+  const probe = report.probes["notes-1"]!;
+  expect(probe.droppable.map((d) => [d.index, d.wrote])).toEqual([[1, true], [2, false]]);
+  expect(probe.dropped).toBe(3);
+  expect(probe.randomEpisodes).toBeGreaterThan(0);
+  expect(probe.randomBest).toBeLessThan(1);
+});
+
+test("gaming probes: a reference solution none of whose steps is needed is a problem", async () => {
+  // the second add_note repeats the first: either one alone scores 1.0
+  const dir = withScenario([HAS_TODO], [ADD_TODO, ADD_TODO]);
+  expect((await problems(dir)).join("\n")).toMatch(/notes-1: leaving out any one reference action still scores 1.0, so the checks test none of them/);
+});
+
+test("the gaming probes are seeded: two runs report the same", async () => {
+  const dir = withScenario([HAS_TODO], [ADD_TODO, { name: "list_notes", arguments: { user_id: "u2" } }]);
+  const a = await checkBundle(loadBundle(dir));
+  const b = await checkBundle(loadBundle(dir));
+  expect(a.probes).toEqual(b.probes);
+});

@@ -206,6 +206,19 @@ test("scenario vetting rejects checks that depend on the seed", async () => {
   expect(await vetScenario(dir, scenario("final.value >= 0 && final.value < 1"), work)).toBeNull();
 });
 
+test("scenario vetting rejects checks a random agent passes, and a reference solution none of whose steps is checked", async () => {
+  const { vetScenario } = await import("../../synth/stages/scenarios.js");
+  const notes = join(import.meta.dirname, "..", "fixtures", "envs", "notes");
+  const work = tmp();
+  const scenario = (check: string, reference: { name: string; arguments: Record<string, unknown> }[]) =>
+    Scenario.parse({ id: "notes-9", env_id: "notes-v1", mode: "task", task: "Tidy up the notes.", checks: [{ kind: "js", description: "the goal", source: `({final}) => ${check}` }], reference_actions: reference });
+  const addTodo = { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } };
+  const hasTodo = "Object.values(final.notes).some(n => n.user_id === 'u2' && n.title === 'todo' && n.body === 'call mom')";
+  expect(await vetScenario(notes, scenario("final.notes.n1 === undefined", [{ name: "delete_note", arguments: { note_id: "n1" } }]), work)).toMatch(/a random agent reached reward 1.0/);
+  expect(await vetScenario(notes, scenario(hasTodo, [addTodo, addTodo]), work)).toMatch(/leaving out any one reference action still scores 1.0/);
+  expect(await vetScenario(notes, scenario(hasTodo, [addTodo]), work)).toBeNull();
+});
+
 test("a synth run that produces nothing exits 1 and says why", async () => {
   const out = tmp();
   const input = join(out, "tasks.jsonl");
