@@ -7,8 +7,12 @@ export const PROTOCOL_VERSION = 2;
 
 export const RequestId = z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().max(128)]);
 const sessionId = z.string().min(1).max(200);
-/** Anything the episode's action parser accepts; its shape is checked there, and mistakes are observations. */
-const action = z.unknown().refine((a) => a !== undefined && a !== null, "action is required");
+/**
+ * Anything the episode's action parser accepts; its shape is checked there, and mistakes are
+ * observations. `null` included (an `invalid_action` observation like any other unreadable
+ * action: the `null_action` feature); only a missing action is a `bad_request`.
+ */
+const action = z.unknown().refine((a) => a !== undefined, "action is required");
 
 const base = { v: z.number().int(), id: RequestId };
 const snapshotId = z.string().min(1).max(200);
@@ -24,6 +28,8 @@ export const ResetRequest = z.strictObject({
   scenario_id: z.string().min(1).max(200),
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   session_id: sessionId.optional(),
+  /** With `session_id`: end and score the session's running episode in this request (`info.previous_episode`). */
+  finish_previous: z.boolean().optional(),
 });
 export const StepRequest = z.strictObject({ ...base, op: z.literal("step"), session_id: sessionId, action });
 export const StepBatchRequest = z.strictObject({
@@ -106,10 +112,23 @@ export const StepResultSchema = z.object({
   info: z.looseObject({ step: z.number().int(), episode_id: z.string(), state_hash: z.string(), diff: z.array(z.unknown()), tool_calls: z.array(callRecord) }),
 });
 
+/** A reset's `info.previous_episode` (asked for with `finish_previous`): how the session's earlier episode ended. */
+export const PreviousEpisodeSchema = z.looseObject({
+  episode_id: z.string(),
+  /** true: this reset ended and scored it; false: it had ended before (or could not be scored: `error`). */
+  finished: z.boolean(),
+  reward: z.number().optional(),
+  terminated: z.boolean().optional(),
+  truncated: z.boolean().optional(),
+  step: z.number().int().optional(),
+  end_reason: z.string().optional(),
+  error: ErrorBody.optional(),
+});
+
 export const ResetResultSchema = z.object({
   session_id: z.string(),
   observation,
-  info: z.looseObject({ episode_id: z.string(), env_id: z.string(), scenario_id: z.string(), seed: z.number().int(), tools: z.array(z.unknown()) }),
+  info: z.looseObject({ episode_id: z.string(), env_id: z.string(), scenario_id: z.string(), seed: z.number().int(), tools: z.array(z.unknown()), previous_episode: PreviousEpisodeSchema.optional() }),
 });
 
 export const ForkResultSchema = z.object({
@@ -135,6 +154,7 @@ export const RESULT_SCHEMAS = {
     instance: z.string(),
     limits: z.looseObject({ max_frame_bytes: z.number(), max_sessions: z.number(), max_in_flight: z.number(), idle_timeout_s: z.number(), max_depth: z.number() }),
     ops: z.array(z.string()),
+    features: z.array(z.string()).optional(),
   }),
   list_envs: z.object({ envs: z.array(z.object({ env_id: z.string(), name: z.string(), introduction: z.string(), rules: z.array(z.string()), tools: z.array(z.unknown()), scenario_count: z.number().int() })) }),
   list_scenarios: z.object({ scenarios: z.array(z.object({ scenario_id: z.string(), env_id: z.string(), mode: z.enum(["task", "conversation"]), task: z.string(), max_steps: z.number().int(), check_count: z.number().int() })) }),

@@ -39,6 +39,24 @@ const messages: { name: string; kind: "request" | "reply"; op: string; value: un
   { name: "hello", kind: "request", op: "hello", value: { v: V, id: 1, op: "hello", client: "pytest" } },
   { name: "list_scenarios filtered", kind: "request", op: "list_scenarios", value: { v: V, id: 2, op: "list_scenarios", env_id: "notes-v1" } },
   { name: "reset new session", kind: "request", op: "reset", value: { v: V, id: 3, op: "reset", scenario_id: "notes-1", seed: 4294967295 } },
+  { name: "reset in place, finishing the running episode", kind: "request", op: "reset", value: { v: V, id: 30, op: "reset", scenario_id: "notes-2", session_id: "s-a", finish_previous: true } },
+  {
+    name: "reset result with the previous episode's end",
+    kind: "reply",
+    op: "reset",
+    value: {
+      v: V, id: 30, ok: true,
+      result: {
+        session_id: "s-a",
+        observation: { role: "user", content: "Hi, I'm u3." },
+        info: {
+          episode_id: "e-5", env_id: "notes-v1", scenario_id: "notes-2", mode: "conversation", seed: 11, introduction: "Notes.", rules: [], tools: [], max_steps: 30, state_hash: "ab".repeat(32), env_hash: "01".repeat(32), scenario_hash: "02".repeat(32),
+          previous_episode: { episode_id: "e-4", finished: true, reward: 0.5, terminated: true, truncated: false, step: 2, state_hash: "cd".repeat(32), end_reason: "client", reward_info: { checks: [], passed: 1, total: 2, no_checks: false, mode: "fraction" } },
+        },
+      },
+    },
+  },
+  { name: "step with a null action", kind: "request", op: "step", value: { v: V, id: 31, op: "step", session_id: "s-a", action: null } },
   { name: "step with a name/arguments action", kind: "request", op: "step", value: { v: V, id: "req-4", op: "step", session_id: "s-0-0a1b2c3d-00", action: { name: "add_note", arguments: { text: "buy milk", pinned: false, tags: ["home", "ünïcödé ✓"], priority: -3, weight: 0.25 } } } },
   { name: "step with raw assistant text", kind: "request", op: "step", value: { v: V, id: 5, op: "step", session_id: "s-0-0a1b2c3d-00", action: '<think>plan</think><tool_call>{"name": "list_notes", "arguments": {}}</tool_call>' } },
   { name: "step_batch", kind: "request", op: "step_batch", value: { v: V, id: 6, op: "step_batch", steps: [{ session_id: "s-a", action: { id: "c1", type: "function", function: { name: "list_notes", arguments: "{}" } } }, { session_id: "s-b", action: "All done." }] } },
@@ -99,6 +117,8 @@ const bad = [
   { name: "id that is a map", hex: hex({ v: V, id: { a: 1 }, op: "hello" }), code: "bad_request" },
   { name: "__proto__ key", hex: hex({ v: V, id: 16, op: "hello" }).replace(/^83/, "84") + "a95f5f70726f746f5f5f81a16101", code: "bad_request" },
   { name: "seed out of range", hex: hex({ v: V, id: 17, op: "reset", scenario_id: "notes-1", seed: -1 }), code: "bad_request" },
+  { name: "finish_previous that is not a boolean", hex: hex({ v: V, id: 32, op: "reset", scenario_id: "notes-1", session_id: "s-a", finish_previous: 1 }), code: "bad_request" },
+  { name: "step without an action", hex: hex({ v: V, id: 33, op: "step", session_id: "s-a" }), code: "bad_request" },
   { name: "fork naming both a session and a snapshot", hex: hex({ v: V, id: 19, op: "fork", session_id: "s", snapshot_id: "snap-1" }), code: "bad_request" },
   { name: "fork naming neither", hex: hex({ v: V, id: 20, op: "fork" }), code: "bad_request" },
   { name: "export_snapshot naming both a session and a snapshot", hex: hex({ v: V, id: 30, op: "export_snapshot", session_id: "s", snapshot_id: "snap-1" }), code: "bad_request" },

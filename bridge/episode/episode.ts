@@ -29,7 +29,15 @@ export interface Observation {
   tool_results?: ToolResult[];
 }
 
-export type EndReason = "text_reply" | "user_stop" | "terminating_tool" | "max_steps" | "turn_step_limit" | "client" | "env_fault";
+export type EndReason = "text_reply" | "user_stop" | "terminating_tool" | "max_steps" | "turn_step_limit" | "client" | "env_fault" | "no_user";
+
+/**
+ * The closing observation of a conversation played with no simulated user (serve without
+ * --user-model): the agent's first text reply ends it, scored, with `end_reason: "no_user"`, so it
+ * can never run on to the step cap waiting for a user who is not there. Not a user's words: the
+ * SFT export leaves such episodes out.
+ */
+export const NO_USER_OBSERVATION = "(no simulated user is attached; the conversation ends at the agent's reply: serve --user-model to talk to one)";
 
 /** A typed episode-ending error: the env (or its user simulator) failed, not the agent. */
 export interface EpisodeError {
@@ -394,7 +402,9 @@ export class Episode {
           endReason = "text_reply";
           info.end_text = parsed.text;
         } else if (!this.options.user) {
-          observation = { role: "user", content: "(no simulated user is attached; the message was recorded)" };
+          observation = { role: "user", content: NO_USER_OBSERVATION };
+          endReason = "no_user";
+          info.end_text = parsed.text;
         } else {
           const reply = await this.userSays(() => this.options.user!.reply(parsed.text));
           observation = { role: "user", content: reply };

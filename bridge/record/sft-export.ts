@@ -52,8 +52,23 @@ function endReason(e: RecordedEpisode): string | undefined {
   return e.end?.result?.end_reason ?? e.steps.at(-1)?.end_reason;
 }
 
+/**
+ * The opening words of the bridge's stand-in for a user who is not there (a conversation played
+ * with no simulated user; older bridges wrote "…; the message was recorded)" and went on). Text
+ * the bridge wrote, not a user's: exported as a user turn it would teach a fake user.
+ */
+export const NO_USER_PREFIX = "(no simulated user is attached";
+
+/** Why an episode is never exported, whatever the filter: it holds a turn nobody said. */
+export const NO_USER_REASON = "no simulated user: a placeholder stands where the user's turn would be";
+
+function hasPlaceholderTurn(e: RecordedEpisode): boolean {
+  return endReason(e) === "no_user" || e.steps.some((st) => st.observation.role === "user" && st.observation.content.startsWith(NO_USER_PREFIX));
+}
+
 /** Why an episode fails the filter, or null when it passes. */
 export function filterProblem(e: RecordedEpisode, f: SftFilter): string | null {
+  if (hasPlaceholderTurn(e)) return NO_USER_REASON;
   // its turns before the fork point were recorded (with their observations) only in its source
   if (e.start.prefix_actions?.length) return `a fork: its first ${e.start.prefix_actions.length} turns are not in its own recording`;
   const reward = episodeReward(e);
@@ -216,10 +231,35 @@ export function toShareGpt(r: SftRecord): ShareGptRecord {
 
 export type SftFormat = "chat" | "alpaca" | "sharegpt";
 
+export interface SftExport {
+  records: object[];
+  /** Episodes exported (each gives one record, or one per assistant turn in alpaca). */
+  kept: number;
+  /** Episodes left out, with why; `kept + dropped.length` is every episode given. */
+  dropped: { episode_id: string; why: string }[];
+}
+
+/** Reasons left out, counted; numbers in a reason are generalised ("N") so like reasons add up. */
+export function droppedByReason(dropped: { why: string }[]): Map<string, number> {
+  const reasons = new Map<string, number>();
+  for (const d of dropped) {
+    const why = d.why.replace(/\d+/g, "N");
+    reasons.set(why, (reasons.get(why) ?? 0) + 1);
+  }
+  return reasons;
+}
+
+/** The export's one-line summary: episodes read = exported + left out (counted by reason). */
+export function exportSummary(x: SftExport, output: string): string {
+  const total = x.kept + x.dropped.length;
+  const reasons = [...droppedByReason(x.dropped)].map(([w, n]) => `${w} ×${n}`).join(", ");
+  return `${total} episodes read: ${x.kept} exported as ${x.records.length} records → ${output}; ${x.dropped.length} left out${reasons ? ` (${reasons})` : ""}`;
+}
+
 /** Filtered episodes in one of the three formats, one JSON object per element (JSONL lines). */
 export function exportSft(
   episodes: RecordedEpisode[], format: SftFormat, filter: SftFilter | ((e: RecordedEpisode) => SftFilter), system?: (e: RecordedEpisode) => string,
-): { records: object[]; kept: number; dropped: { episode_id: string; why: string }[] } {
+): SftExport {
   const records: object[] = [];
   const dropped: { episode_id: string; why: string }[] = [];
   let kept = 0;

@@ -219,6 +219,7 @@ export class BridgeServer {
             ...this.runtime.limits(),
           },
           ops: [...OPS],
+          features: [...FEATURES],
         };
       case "list_envs":
         return {
@@ -241,7 +242,7 @@ export class BridgeServer {
         };
       }
       case "reset":
-        return this.reset(req.scenario_id, req.seed, req.session_id, client);
+        return this.reset(req.scenario_id, req.seed, req.session_id, client, req.finish_previous === true);
       case "step":
         return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.step(needEpisode(s), req.action)) as unknown as Result);
       case "step_batch": {
@@ -323,9 +324,9 @@ export class BridgeServer {
     }
   }
 
-  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string): Promise<Result> {
-    if (!this.runtime.registry.scenario(scenarioId)) throw new ProtocolError("unknown_scenario", `no scenario ${scenarioId}`);
+  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean): Promise<Result> {
     if (sessionId === undefined) {
+      if (!this.runtime.registry.scenario(scenarioId)) throw new ProtocolError("unknown_scenario", `no scenario ${scenarioId}`);
       const s = this.sessions.open(client);
       try {
         return await this.onSession(s.id, (sess) => this.startEpisode(sess, scenarioId, seed));
@@ -335,16 +336,42 @@ export class BridgeServer {
       }
     }
     return this.onSession(sessionId, async (s) => {
+      // a reset in a session ends the session's episode first, whatever happens next: a reset that
+      // then fails (an unknown scenario, an env fault) leaves the session with no episode (steps
+      // answer `episode_done` until a reset succeeds), never with the old one still playing
+      let previous: Result | undefined;
       if (s.episodeId) {
         const old = s.episodeId;
         s.episodeId = null;
+        // finish_previous: score and record the running episode's end (as `finish` would) in this
+        // same request, so a client's reset of a live episode is one round trip, not two
+        if (finishPrevious) previous = await this.finishPrevious(old);
         // not awaited: the close and the new reset reach the engine in one message, in that order,
         // so a reset in place costs one thread hop, not two. The old episode is already forgotten
         // here; a close that fails (its worker gone) leaves nothing the new episode depends on.
         this.runtime.closeEpisode(old).catch((e: unknown) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
       }
-      return this.startEpisode(s, scenarioId, seed);
+      if (!this.runtime.registry.scenario(scenarioId)) throw new ProtocolError("unknown_scenario", `no scenario ${scenarioId}`);
+      const r = await this.startEpisode(s, scenarioId, seed);
+      if (previous) (r.info as Result).previous_episode = previous;
+      return r;
     });
+  }
+
+  /** Ends a session's running episode for a `reset` with `finish_previous`: its result, or why there is none. */
+  private async finishPrevious(episodeId: string): Promise<Result> {
+    try {
+      const end = await this.runtime.finish(episodeId);
+      const i = end.info;
+      return {
+        episode_id: episodeId, finished: true, reward: end.reward, terminated: end.terminated, truncated: end.truncated, step: i.step, state_hash: i.state_hash,
+        ...(i.end_reason !== undefined ? { end_reason: i.end_reason } : {}), ...(i.reward_info !== undefined ? { reward_info: i.reward_info } : {}), ...(i.error !== undefined ? { error: i.error } : {}),
+      };
+    } catch (e) {
+      const error = errorBody(e);
+      // episode_done: it had ended already (its result was its terminal step); nothing to score now
+      return error.code === "episode_done" ? { episode_id: episodeId, finished: false } : { episode_id: episodeId, finished: false, error };
+    }
   }
 
   /** Opens a session whose episode is a fork of a live episode or of a snapshot. */
@@ -440,6 +467,13 @@ export class BridgeServer {
     await this.loop;
   }
 }
+
+/**
+ * Optional behaviours a client detects in `hello`'s `features` before using them (docs/protocol.md
+ * §8): `reset_finish_previous`: `reset` takes `finish_previous` and answers `info.previous_episode`;
+ * `null_action`: a null action is an `invalid_action` observation, not a `bad_request`.
+ */
+export const FEATURES = ["reset_finish_previous", "null_action"] as const;
 
 /** Ops whose repetition must not run twice (docs/protocol.md §3, retries). */
 // export_snapshot changes nothing (and its reply is a blob too big to keep for minutes): a retry runs again

@@ -3,7 +3,7 @@ import { join, relative, resolve, sep } from "node:path";
 import { CHART_CSS, reportCharts } from "../../agent/report-charts.js";
 import { episodePage } from "../record/episode-page.js";
 import type { ReplayResult } from "../record/replay.js";
-import { episodeReward, selectForSft, type SftRecord } from "../record/sft-export.js";
+import { episodeReward, filterProblem, toChat, type SftRecord } from "../record/sft-export.js";
 import { readTrajectories, type RecordedEpisode, type TrajectoryFile } from "../record/trajectory-reader.js";
 import { ApiError } from "./http-util.js";
 import { replayIsolated } from "./replay-isolated.js";
@@ -131,11 +131,15 @@ export class TrajectoryLibrary {
   }
 
   /** The selected episodes as SFT records (episodes that did not end are left out, as `envscaler export sft` does). */
-  exportSft(items: { file: string; episode_id: string }[]): { records: SftRecord[]; left_out: string[] } {
+  /** The CLI export's rules (placeholder user turns never exported); `why` says, per episode left out, the reason. */
+  exportSft(items: { file: string; episode_id: string }[]): { records: SftRecord[]; left_out: string[]; why: { episode_id: string; why: string }[] } {
     const eps = items.map((i) => this.episode(i.file, i.episode_id));
-    const records = selectForSft(eps, {});
-    const kept = new Set(records.map((r) => r.episode_id));
-    return { records, left_out: eps.map((e) => e.start.episode_id).filter((id) => !kept.has(id)) };
+    const why = eps.flatMap((e) => {
+      const problem = filterProblem(e, {});
+      return problem === null ? [] : [{ episode_id: e.start.episode_id, why: problem }];
+    });
+    const out = new Set(why.map((w) => w.episode_id));
+    return { records: eps.filter((e) => !out.has(e.start.episode_id)).map(toChat), left_out: [...out], why };
   }
 }
 

@@ -232,8 +232,8 @@ export class UiServer {
       if (!Array.isArray(items) || items.length === 0 || !items.every(isItem)) {
         throw new ApiError(400, "bad_request", "items must be a non-empty list of {file, episode_id}");
       }
-      const { records, left_out } = this.trajectories.exportSft(items as { file: string; episode_id: string }[]);
-      return { jsonl: records.map((x) => JSON.stringify(x)).join("\n") + (records.length ? "\n" : ""), count: records.length, left_out };
+      const { records, left_out, why } = this.trajectories.exportSft(items as { file: string; episode_id: string }[]);
+      return { jsonl: records.map((x) => JSON.stringify(x)).join("\n") + (records.length ? "\n" : ""), count: records.length, left_out, left_out_why: why };
     });
   }
 

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { episodePage } from "../../bridge/record/episode-page.js";
 import { replayAll } from "../../bridge/record/replay.js";
-import { exportSft, isConversation, originalFilter, type SftFilter, type SftFormat } from "../../bridge/record/sft-export.js";
+import { exportSft, exportSummary, isConversation, originalFilter, type SftFilter, type SftFormat } from "../../bridge/record/sft-export.js";
 import { systemPrompt } from "../../agent/system-prompt.js";
 import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError, type RecordedEpisode, type TrajectoryFile } from "../../bridge/record/trajectory-reader.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
@@ -152,10 +152,8 @@ export const exportCommand: CommandModule<object, ExportArgs> = {
       args.systemPrompt === "agent"
         ? (e: RecordedEpisode) => systemPrompt({ mode: isConversation(e) ? "conversation" : "task", agentMode: "fc", introduction: e.start.introduction, rules: e.start.rules, tools: e.start.tools })
         : undefined;
-    const { records, kept, dropped } = exportSft(load(args.file), args.format === "sft" ? "chat" : args.format, filter, system);
-    writeFileSync(args.output, records.map((r) => JSON.stringify(r)).join("\n") + (records.length ? "\n" : ""));
-    const reasons = new Map<string, number>();
-    for (const d of dropped) reasons.set(d.why.replace(/\d+/g, "N"), (reasons.get(d.why.replace(/\d+/g, "N")) ?? 0) + 1);
-    console.log(`${kept} episodes → ${records.length} records → ${args.output}${dropped.length ? ` (${dropped.length} filtered out: ${[...reasons].map(([w, n]) => `${w} ×${n}`).join(", ")})` : ""}`);
+    const result = exportSft(load(args.file), args.format === "sft" ? "chat" : args.format, filter, system);
+    writeFileSync(args.output, result.records.map((r) => JSON.stringify(r)).join("\n") + (result.records.length ? "\n" : ""));
+    console.log(exportSummary(result, args.output));
   },
 };

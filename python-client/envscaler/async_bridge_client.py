@@ -51,6 +51,7 @@ class AsyncBridgeClient:
         self.max_in_flight = 0  # the most requests that were awaiting replies at once
         self.discarded = 0
         self._heard = False  # a reply came from the endpoint (see BridgeClient: the probe of a silent first contact)
+        self._hello: dict[str, Any] | None = None  # the last hello's result (features, limits)
 
     async def __aenter__(self) -> AsyncBridgeClient:
         return self
@@ -117,7 +118,13 @@ class AsyncBridgeClient:
 
     async def hello(self, client: str | None = "envscaler-python-async", **kw: Any) -> dict[str, Any]:
         fields: dict[str, Any] = {"client": client} if client is not None else {}
-        return await self.request("hello", **fields, **kw)
+        self._hello = await self.request("hello", **fields, **kw)
+        return self._hello
+
+    async def supports(self, feature: str) -> bool:
+        """Whether the bridge lists ``feature`` in ``hello``'s ``features`` (asked once per client)."""
+        hello = self._hello if self._hello is not None else await self.hello()
+        return feature in (hello.get("features") or ())
 
     async def list_envs(self, **kw: Any) -> list[dict[str, Any]]:
         return list((await self.request("list_envs", **kw))["envs"])
@@ -126,8 +133,8 @@ class AsyncBridgeClient:
         fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
         return list((await self.request("list_scenarios", **fields, **kw))["scenarios"])
 
-    async def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, **kw: Any) -> dict[str, Any]:
-        return await self.request("reset", **_reset_fields(scenario_id, seed, session_id), **kw)
+    async def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, finish_previous: bool = False, **kw: Any) -> dict[str, Any]:
+        return await self.request("reset", **_reset_fields(scenario_id, seed, session_id, finish_previous), **kw)
 
     async def step(self, session_id: str, action: Any, **kw: Any) -> dict[str, Any]:
         return await self.request("step", session_id=session_id, action=action, **kw)

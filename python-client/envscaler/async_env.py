@@ -14,10 +14,10 @@ from gymnasium.utils import seeding
 
 from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
-from .episode_logic import LOST_SESSION, Episode, StepTuple, choose_scenario, episode_seed, lost_step, plain_action, step_tuple
+from .episode_logic import LOST_SESSION, Episode, StepTuple, check_mode, check_seed, choose_scenario, episode_seed, lost_step, plain_action, select_scenarios, step_tuple
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
-from .protocol import BridgeError, ShuttingDown
-from .reachability import check_reachable
+from .protocol import BridgeError, BridgeTimeout, SessionLost, ShuttingDown
+from .reachability import BridgeNotRunning, check_reachable
 from .transcript import Transcript
 
 __all__ = ["AsyncEnvScalerEnv"]
@@ -46,6 +46,7 @@ class AsyncEnvScalerEnv:
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
         fleet: Any = None,
+        mode: str | None = None,
     ) -> None:
         self.fleet = as_fleet_view(fleet) if fleet is not None else None
         if self.fleet is None and endpoint is None and client is None:
@@ -63,7 +64,9 @@ class AsyncEnvScalerEnv:
         else:
             self._owns_client = False
         self._client = client  # with a fleet: the current replica's client, set by _place
-        self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
+        self.mode = check_mode(mode)
+        self._given_scenarios = list(scenario_ids) if scenario_ids is not None else None
+        self._scenario_ids = self._given_scenarios if mode is None else None
         self.np_random: np.random.Generator = seeding.np_random()[0]
         self.episode = Episode()
         #: the episode as the agent saw it (``messages``); see envscaler.transcript
@@ -84,20 +87,21 @@ class AsyncEnvScalerEnv:
 
     async def scenario_ids(self) -> list[str]:
         if self._scenario_ids is None:
-            self._scenario_ids = [s["scenario_id"] for s in await self.client.list_scenarios()]
+            self._scenario_ids = select_scenarios(await self.client.list_scenarios(), self._given_scenarios, self.mode)
         return self._scenario_ids
 
     async def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None, scenario_id: str | None = None) -> tuple[str, dict[str, Any]]:
         self.episode.check_open()
         if seed is not None:
+            check_seed(seed)
             self.np_random, _ = seeding.np_random(int(seed))
         options = options or {}
         scenario = scenario_id or options.get("scenario_id")
         if scenario is None:
             scenario = choose_scenario(self.np_random, await self.scenario_ids())
         bridge_seed = options.get("seed")
-        if bridge_seed is None:
-            bridge_seed = episode_seed(seed, self.np_random)
+        bridge_seed = episode_seed(seed, self.np_random) if bridge_seed is None else check_seed(bridge_seed, "options['seed']")
+        live = self.episode.live
         self.transcript = Transcript()  # the old episode's messages go, whether or not this reset succeeds
         self._snapshot_transcripts.clear()  # the bridge drops an episode's snapshots at its reset
 
@@ -105,7 +109,9 @@ class AsyncEnvScalerEnv:
             if self.fleet is not None:
                 self._place()  # keeps a live session's replica; a session that is gone moves
                 sid = self.episode.session_id
-            return await self._call(self.client.reset(str(scenario), seed=int(bridge_seed), session_id=sid))
+            # a running episode is ended and scored by this same reset (info["previous_episode"])
+            finish_previous = live and sid is not None and await self.client.supports("reset_finish_previous")
+            return await self._call(self.client.reset(str(scenario), seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
 
         obs, info = self.episode.begin(await self.episode.areset(send), str(scenario))
         self.transcript.start(obs, info)
@@ -213,13 +219,19 @@ class AsyncEnvScalerEnv:
 
     async def _ending(self, request: Callable[[], Awaitable[dict[str, Any]]]) -> StepTuple:
         if self.fleet is None:
-            return step_tuple(await request(), drop=("episode_id",))
+            try:
+                return step_tuple(await request(), drop=("episode_id",))
+            except (SessionLost, ShuttingDown, BridgeTimeout, BridgeNotRunning) as e:
+                # the replica died, restarted, is stopping or stopped answering mid-step: the
+                # episode ends here, and the next reset opens a new session
+                self.episode.forget()
+                return lost_step("session_lost", str(e))
         self.fleet.refresh()
         try:
             if self.replica is None or not self.fleet.alive(self.replica):
                 raise lost_error(None, str(self.replica))
             return step_tuple(await self._call(request()), drop=("episode_id",))
-        except (*LOST_SESSION, ShuttingDown) as e:
+        except (*LOST_SESSION, ShuttingDown, BridgeTimeout, BridgeNotRunning) as e:
             # the episode died with its replica (or node; a replica shutting down goes the same
             # way): it ends here, and the next reset moves to a live replica
             self.episode.forget()

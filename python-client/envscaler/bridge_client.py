@@ -103,6 +103,7 @@ class BridgeClient:
         self.discarded = 0  # replies that arrived for nobody (late, after a timeout)
         self._heard = False  # a reply came from the endpoint (from then on a silence is a timeout, not a probe)
         self._rcvtimeo = -1  # the socket's RCVTIMEO now (ms): set only when a wait needs another
+        self._hello: dict[str, Any] | None = None  # the last hello's result (features, limits)
 
     # ------------------------------------------------------------------ context manager
 
@@ -257,7 +258,22 @@ class BridgeClient:
 
     def hello(self, client: str | None = "envscaler-python", **kw: Any) -> dict[str, Any]:
         fields: dict[str, Any] = {"client": client} if client is not None else {}
-        return self.request("hello", **fields, **kw)
+        self._hello = self.request("hello", **fields, **kw)
+        return self._hello
+
+    @property
+    def last_hello(self) -> dict[str, Any] | None:
+        """The last ``hello`` result this client received (None before any)."""
+        return self._hello
+
+    def hello_info(self) -> dict[str, Any]:
+        """The bridge's ``hello`` result, asked once per client (limits and features do not change
+        while it runs)."""
+        return self._hello if self._hello is not None else self.hello()
+
+    def supports(self, feature: str) -> bool:
+        """Whether the bridge lists ``feature`` in ``hello``'s ``features`` (docs/protocol.md §8)."""
+        return feature in (self.hello_info().get("features") or ())
 
     def list_envs(self, **kw: Any) -> list[dict[str, Any]]:
         return list(self.request("list_envs", **kw)["envs"])
@@ -266,9 +282,13 @@ class BridgeClient:
         fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
         return list(self.request("list_scenarios", **fields, **kw)["scenarios"])
 
-    def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, **kw: Any) -> dict[str, Any]:
-        """Starts an episode (in a new session, or in ``session_id``); returns session_id, observation, info."""
-        return self.request("reset", **_reset_fields(scenario_id, seed, session_id), **kw)
+    def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, finish_previous: bool = False, **kw: Any) -> dict[str, Any]:
+        """Starts an episode (in a new session, or in ``session_id``); returns session_id, observation, info.
+
+        ``finish_previous=True`` (with ``session_id``; a bridge with the ``reset_finish_previous``
+        feature): the session's running episode is ended and scored in this same request, and its
+        result is ``info["previous_episode"]``."""
+        return self.request("reset", **_reset_fields(scenario_id, seed, session_id, finish_previous), **kw)
 
     def step(self, session_id: str, action: Any, **kw: Any) -> dict[str, Any]:
         return self.request("step", session_id=session_id, action=action, **kw)
@@ -343,12 +363,14 @@ class BridgeClient:
 # ---------------------------------------------------------------------- helpers shared with the async client
 
 
-def _reset_fields(scenario_id: str, seed: int | None, session_id: str | None) -> dict[str, Any]:
+def _reset_fields(scenario_id: str, seed: int | None, session_id: str | None, finish_previous: bool = False) -> dict[str, Any]:
     fields: dict[str, Any] = {"scenario_id": scenario_id}
     if seed is not None:
         fields["seed"] = int(seed)
     if session_id is not None:
         fields["session_id"] = session_id
+        if finish_previous:  # sent only when asked: a bridge without the feature refuses the field
+            fields["finish_previous"] = True
     return fields
 
 

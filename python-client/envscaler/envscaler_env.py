@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 
 from .bridge_client import BridgeClient, CurveKeys
-from .episode_logic import Episode, StepTuple, choose_scenario, close_session_quietly, episode_seed, open_client, plain_action, step_tuple
+from .episode_logic import Episode, StepTuple, check_mode, check_seed, choose_scenario, close_session_quietly, episode_seed, open_client, plain_action, select_scenarios, step_tuple
 from .protocol import BridgeError
 from .spaces import AgentAction, AnyText
 from .transcript import Transcript
@@ -23,7 +23,12 @@ class EnvScalerEnv(gym.Env[str, Any]):
       scenario id one is drawn from ``scenario_ids`` (default: every scenario the bridge lists)
       with ``self.np_random``, so ``reset(seed=123)`` is reproducible. The bridge gets ``seed`` as
       the episode seed; later unseeded resets draw theirs from ``np_random``.
-      ``options={"seed": n}`` sets the bridge seed alone.
+      ``options={"seed": n}`` sets the bridge seed alone. Seeds are 0 <= seed < 2^32 (the
+      bridge's range); any other is a ValueError saying so. ``mode="task"|"conversation"``
+      draws only scenarios of that mode.
+    - A failed ``reset`` (unknown scenario, env fault, lost replica) leaves the env needing a
+      reset: ``step``, ``state``, ``finish`` and ``snapshot`` raise ``ResetNeeded`` and nothing
+      of the previous episode is reachable (the bridge ended it).
     - ``step(action)``: any action of §4 (text, ``{"name", "arguments"}``, OpenAI tool calls).
       Returns ``(content, reward, terminated, truncated, info)``; info is the bridge's step info
       plus ``info["observation"]`` (role, content, tool_results). The bridge's ``episode_id`` is
@@ -41,7 +46,10 @@ class EnvScalerEnv(gym.Env[str, Any]):
       ``info["truncated_by"] == "max_steps"``). A ``TimeLimit`` (``max_episode_steps``) cannot
       do that: the wrapper truncates without telling the env. So a ``reset`` or ``close`` in the
       middle of an episode finishes it first: the recorded episode is scored, though the
-      truncated step the trainer saw carried reward 0.
+      truncated step the trainer saw carried reward 0. A reset does that in the same request
+      (``finish_previous``); the finished episode's result is ``info["previous_episode"]``
+      (``{"episode_id", "finished", "reward", "end_reason", "reward_info", ...}``).
+    - ``step(None)`` is an unreadable action like any other: an ``invalid_action`` observation.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (gymnasium.Env declares it so; every env overrides it)
@@ -54,6 +62,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
         max_steps: int | None = None,
+        mode: str | None = None,
     ) -> None:
         super().__init__()
         if max_steps is not None and int(max_steps) < 1:
@@ -64,7 +73,9 @@ class EnvScalerEnv(gym.Env[str, Any]):
         self.client, self._owns_client = open_client("EnvScalerEnv", endpoint, client, curve, timeout)
         self.observation_space = AnyText()
         self.action_space = AgentAction()
-        self._scenario_ids = list(scenario_ids) if scenario_ids is not None else None
+        self.mode = check_mode(mode)
+        self._given_scenarios = list(scenario_ids) if scenario_ids is not None else None
+        self._scenario_ids = self._given_scenarios if mode is None else None
         #: the episode as the agent saw it (``messages``); a fork starts with a copy of its source's
         self.transcript = Transcript()
         self._snapshot_transcripts: dict[str, Transcript] = {}
@@ -78,7 +89,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
     def scenario_ids(self) -> list[str]:
         """The scenarios reset() draws from (fetched from the bridge on first use if not given)."""
         if self._scenario_ids is None:
-            self._scenario_ids = [s["scenario_id"] for s in self.client.list_scenarios()]
+            self._scenario_ids = select_scenarios(self.client.list_scenarios(), self._given_scenarios, self.mode)
         return self._scenario_ids
 
     def reset(
@@ -89,15 +100,21 @@ class EnvScalerEnv(gym.Env[str, Any]):
         scenario_id: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
         self.episode.check_open()
+        if seed is not None:
+            check_seed(seed)  # before anything changes: a seed out of range is the caller's error
         super().reset(seed=seed)
-        self._finish_quietly()
         self.transcript = Transcript()  # the old episode's messages go, whether or not this reset succeeds
         options = options or {}
         scenario = str(scenario_id or options.get("scenario_id") or choose_scenario(self.np_random, self.scenario_ids))
         bridge_seed = options.get("seed")
-        if bridge_seed is None:
-            bridge_seed = episode_seed(seed, self.np_random)
-        result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=int(bridge_seed), session_id=sid))
+        bridge_seed = episode_seed(seed, self.np_random) if bridge_seed is None else check_seed(bridge_seed, "options['seed']")
+        # a live episode is ended and scored by the reset itself (one request); a bridge without
+        # that feature gets the finish first, as before
+        finish_previous = self.episode.live and self.episode.session_id is not None and not self.client.closed
+        if finish_previous and not self.client.supports("reset_finish_previous"):
+            self._finish_quietly()
+            finish_previous = False
+        result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         self._steps = 0
         obs, info = self.episode.begin(result, scenario)
         self.transcript.start(obs, info)

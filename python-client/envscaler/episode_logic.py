@@ -22,11 +22,14 @@ from .reachability import check_reachable
 __all__ = [
     "LOST_SESSION",
     "MAX_SEED",
+    "MODES",
     "REOPEN_SESSION",
     "EnvClosed",
     "Episode",
     "ResetNeeded",
     "StepTuple",
+    "check_mode",
+    "check_seed",
     "choose_scenario",
     "close_session_quietly",
     "episode_seed",
@@ -34,6 +37,7 @@ __all__ = [
     "lost_step",
     "open_client",
     "plain_action",
+    "refused_step",
     "reset_tuple",
     "step_tuple",
 ]
@@ -81,18 +85,50 @@ def close_session_quietly(client: BridgeClient, session_id: str | None) -> None:
         pass
 
 
+#: The scenario modes ``mode=`` selects (list_scenarios' ``mode``).
+MODES = ("task", "conversation")
+
+
+def check_mode(mode: str | None) -> str | None:
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES} or None; got {mode!r}")
+    return mode
+
+
+def select_scenarios(listed: Sequence[Mapping[str, Any]], scenario_ids: Sequence[str] | None, mode: str | None) -> list[str]:
+    """The scenarios an env draws from: ``scenario_ids`` (default: every scenario the bridge
+    lists), and with ``mode`` only those of that mode (``"task"`` or ``"conversation"``; a
+    conversation needs a simulated user, ``serve --user-model``: without one it ends at the
+    agent's first text reply)."""
+    if mode is None:
+        return list(scenario_ids) if scenario_ids is not None else [str(s["scenario_id"]) for s in listed]
+    modes = {str(s["scenario_id"]): s.get("mode") for s in listed}
+    pool = list(scenario_ids) if scenario_ids is not None else list(modes)
+    return [s for s in pool if modes.get(s) == mode]
+
+
 def choose_scenario(rng: np.random.Generator, pool: Sequence[str]) -> str:
     if not pool:
         raise ValueError("no scenarios to choose from (the bridge serves none, or scenario_ids is empty)")
     return pool[int(rng.integers(len(pool)))]
 
 
+def check_seed(seed: Any, what: str = "seed") -> int:
+    """``seed`` as an int in the bridge's range (0 <= seed < 2^32); a ValueError saying the range
+    otherwise (a wider seed was once cut to 32 bits without a word)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"{what} must be an int in 0 <= {what} < 2**32 (the bridge's range); got {seed!r}")
+    if not 0 <= int(seed) < MAX_SEED:
+        raise ValueError(f"{what} must be in 0 <= {what} < 2**32 = {MAX_SEED} (the bridge's range); got {int(seed)}")
+    return int(seed)
+
+
 def episode_seed(seed: int | None, rng: np.random.Generator) -> int:
-    """The bridge seed of an episode: an explicit in-range ``seed`` as given (so ``reset(seed=7)``
-    plays the bridge's seed-7 episode), else a draw from ``rng`` so that a seeded env stays
-    reproducible across its later unseeded resets."""
-    if seed is not None and 0 <= int(seed) < MAX_SEED:
-        return int(seed)
+    """The bridge seed of an episode: an explicit ``seed`` as given (so ``reset(seed=7)`` plays the
+    bridge's seed-7 episode; outside 0 <= seed < 2^32 a ValueError), else a draw from ``rng`` so
+    that a seeded env stays reproducible across its later unseeded resets."""
+    if seed is not None:
+        return check_seed(seed)
     return int(rng.integers(0, MAX_SEED))
 
 
@@ -131,6 +167,14 @@ def plain_action(action: Any) -> Any:
     return action
 
 
+def refused_step(code: str, message: str) -> StepTuple:
+    """The step result of an action the bridge (or the client, before sending) refused without
+    running it (over a size limit, not encodable, the replica overloaded): an error observation
+    the agent can read, reward 0, not terminated nor truncated (the episode goes on unchanged),
+    ``info["error"]`` naming the cause."""
+    return error_observation(code, message), 0.0, False, False, {"error": {"code": code, "message": message}, "refused": True}
+
+
 def lost_step(code: str, message: str) -> StepTuple:
     """The step result of an episode that died with its session (replica restart, node loss, idle
     reaper): truncated, reward 0, ``info["error"]`` naming the cause, no exception."""
@@ -142,18 +186,21 @@ class Episode:
 
     States: *no session* (before the first reset, or after the bridge lost the session), *live*
     (a reset answered; steps go to ``session_id``), *ended* (a step terminated or truncated, or
-    ``finish``: the session stays for the next reset) and *closed* (final). Misuse raises
-    Gymnasium's exceptions: :class:`ResetNeeded` for a step without a session,
-    :class:`EnvClosed` for anything after ``close``.
+    ``finish``: the session stays for the next reset), *reset failed* (the last reset raised: the
+    session, if any, is kept for the next reset, but nothing of the previous episode is reachable
+    any more) and *closed* (final). Misuse raises Gymnasium's exceptions: :class:`ResetNeeded`
+    for a step (state, snapshot, finish) without an episode, :class:`EnvClosed` for anything after
+    ``close``.
     """
 
-    __slots__ = ("closed", "episode_id", "live", "scenario_id", "session_id")
+    __slots__ = ("closed", "episode_id", "live", "reset_failed", "scenario_id", "session_id")
 
     def __init__(self) -> None:
         self.session_id: str | None = None
         self.episode_id: str | None = None
         self.scenario_id: str | None = None
         self.live = False  # the bridge has not ended this episode: reset/close finish it first
+        self.reset_failed = False  # the last reset raised: steps are ResetNeeded until one succeeds
         self.closed = False
 
     def check_open(self) -> None:
@@ -165,7 +212,17 @@ class Episode:
         self.check_open()
         if self.session_id is None:
             raise ResetNeeded("call reset() before step()")
+        if self.reset_failed:
+            raise ResetNeeded("the last reset() failed; call reset() again before step()")
         return self.session_id
+
+    def failed(self) -> None:
+        """A reset failed: the previous episode is gone (the bridge ended it; a failed reset in a
+        session leaves it without an episode) and none is live until the next successful reset."""
+        self.reset_failed = True
+        self.live = False
+        self.episode_id = None
+        self.scenario_id = None
 
     def reopen(self, error: BaseException) -> bool:
         """Whether a reset that failed with ``error`` on the reused session should be sent again
@@ -179,22 +236,30 @@ class Episode:
         """Sends a reset on the reused session (``send(session_id)``), or on a new one
         (``send(None)``) when there is none or it is gone."""
         self.check_open()
-        if self.session_id is not None:
-            try:
-                return send(self.session_id)
-            except REOPEN_SESSION as e:
-                self.reopen(e)
-        return send(None)
+        try:
+            if self.session_id is not None:
+                try:
+                    return send(self.session_id)
+                except REOPEN_SESSION as e:
+                    self.reopen(e)
+            return send(None)
+        except BaseException:
+            self.failed()
+            raise
 
     async def areset(self, send: Callable[[str | None], Awaitable[R]]) -> R:
         """:meth:`reset` for asyncio."""
         self.check_open()
-        if self.session_id is not None:
-            try:
-                return await send(self.session_id)
-            except REOPEN_SESSION as e:
-                self.reopen(e)
-        return await send(None)
+        try:
+            if self.session_id is not None:
+                try:
+                    return await send(self.session_id)
+                except REOPEN_SESSION as e:
+                    self.reopen(e)
+            return await send(None)
+        except BaseException:
+            self.failed()
+            raise
 
     def begin(self, result: Mapping[str, Any], scenario_id: str) -> tuple[str, dict[str, Any]]:
         """Records a reset result: the episode is live on its session. Returns ``reset_tuple``."""
@@ -208,6 +273,7 @@ class Episode:
         self.episode_id = info.get("episode_id")
         self.scenario_id = scenario_id if scenario_id is not None else info.get("scenario_id")
         self.live = True
+        self.reset_failed = False
 
     def ended(self, step: StepTuple) -> StepTuple:
         """Records a step result; the episode is over once it is terminated or truncated."""

@@ -26,8 +26,9 @@ import numpy as np
 
 from .bridge_client import BridgeClient
 from .fleet_view import FleetView, as_fleet_view, discover_if_ray, lost_error
-from .protocol import BridgeError, SessionLost, ShuttingDown
-from .vector_env import EnvScalerVectorEnv
+from .protocol import BridgeError, BridgeTimeout, SessionLost, ShuttingDown
+from .reachability import BridgeNotRunning
+from .vector_env import EnvScalerVectorEnv, Pending
 
 __all__ = ["FleetVectorEnv"]
 
@@ -45,6 +46,7 @@ class FleetVectorEnv(EnvScalerVectorEnv):
         scenario_ids: Sequence[str] | None = None,
         curve: Any = None,
         timeout: float = 60.0,
+        mode: str | None = None,
     ) -> None:
         view = as_fleet_view(endpoints) if endpoints is not None else discover_if_ray(timeout)
         if view is None:
@@ -60,7 +62,7 @@ class FleetVectorEnv(EnvScalerVectorEnv):
         self._index: dict[str, int] = {}
         self.num_envs = int(num_envs)
         self.replica_of = [-1] * self.num_envs
-        self._setup(scenario_ids)
+        self._setup(scenario_ids, mode)
         self.lost_episodes = 0  # episodes ended with session_lost because their replica left
 
     @property
@@ -139,9 +141,13 @@ class FleetVectorEnv(EnvScalerVectorEnv):
             return self.clients[i_client], -1  # never sent: _collect answers it with session_lost
         return super()._submit(i_client, op, **fields)
 
-    def _collect(self, pending: Sequence[tuple[BridgeClient, int]]) -> list[dict[str, Any] | BridgeError]:
+    def _collect(self, pending: Sequence[Pending]) -> list[dict[str, Any] | BridgeError]:
         out: list[dict[str, Any] | BridgeError] = []
-        for client, rid in pending:
+        for p in pending:
+            if isinstance(p, BridgeError):
+                out.append(p)
+                continue
+            client, rid = p
             uid = self._uids[self.clients.index(client)]
             if rid < 0 or client.closed or not self.fleet.alive(uid):
                 client.abandon(rid)
@@ -157,26 +163,31 @@ class FleetVectorEnv(EnvScalerVectorEnv):
             except SessionLost as e:
                 client.abandon(rid)
                 out.append(lost_error(self.fleet.replicas.get(uid), uid) if not self.fleet.alive(uid) else e)
-            except ShuttingDown as e:
+            except (ShuttingDown, BridgeTimeout, BridgeNotRunning) as e:
+                # its replica is going away, or stopped answering within the timeout: each episode
+                # on it is lost (the step reports session_lost per sub-env, never raises)
+                client.abandon(rid)
                 out.append(SessionLost(str(e)))
             except BridgeError as e:
                 out.append(e)
         self._forget_withdrawn()
         return out
 
-    def _reset_many(self, which: Sequence[int], scenarios: dict[int, str], seeds: dict[int, int]) -> dict[int, dict[str, Any]]:
-        # a replica that dies during a reset loses that reset: place it again on a live one
+    def _reset_many(self, which: Sequence[int], scenarios: dict[int, str], seeds: dict[int, int]) -> dict[int, dict[str, Any] | BridgeError]:
+        # a replica that dies during a reset loses that reset: place it again on a live one (up to
+        # 3 tries); what still fails is that sub-env's outcome
+        results: dict[int, dict[str, Any] | BridgeError] = {}
+        todo = list(which)
         for attempt in range(3):
-            try:
-                return super()._reset_many(which, scenarios, seeds)
-            except SessionLost:
-                if attempt == 2:
-                    raise
-                self.fleet.refresh(force=True)
-                for i in which:
-                    if not self.fleet.alive(self.replica_uid(i) or ""):
-                        self.episodes[i].forget()
-        raise AssertionError("unreachable")
+            results.update(super()._reset_many(todo, scenarios, seeds))
+            todo = [i for i in todo if isinstance(results[i], SessionLost)]
+            if not todo or attempt == 2:
+                break
+            self.fleet.refresh(force=True)
+            for i in todo:
+                if not self.fleet.alive(self.replica_uid(i) or ""):
+                    self.episodes[i].forget()
+        return results
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         self.fleet.refresh()

@@ -26,6 +26,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -154,6 +155,22 @@ def _stop(process: subprocess.Popen[bytes], timeout: float) -> None:
         process.wait()
 
 
+#: notices launch() has printed in this process (each is said once)
+_NOTICES_GIVEN: set[str] = set()
+
+
+def _record_args(record_dir: str | os.PathLike[str] | None, extra: Sequence[str]) -> list[str]:
+    """serve's recording flags for ``launch``: off unless asked (bounded by default)."""
+    if any(a in ("--record", "--no-record", "--record-dir") or a.startswith("--record-dir=") for a in extra):
+        return []  # the caller chose
+    if record_dir is not None:
+        return ["--record", "--record-dir", os.path.abspath(os.fspath(record_dir))]
+    if "unrecorded" not in _NOTICES_GIVEN:
+        _NOTICES_GIVEN.add("unrecorded")
+        print("envscaler.launch: episodes are not recorded (pass record_dir= to keep trajectories)", file=sys.stderr)
+    return ["--no-record"]
+
+
 @contextlib.contextmanager
 def launch(
     envs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
@@ -166,6 +183,7 @@ def launch(
     startup_timeout: float = 120,
     command: str | Sequence[str] | None = None,
     stop_timeout: float = 20,
+    record_dir: str | os.PathLike[str] | None = None,
 ) -> Iterator[Bridge]:
     """Runs ``envscaler serve`` for the duration of a ``with`` block and yields its Bridge.
 
@@ -178,7 +196,11 @@ def launch(
     ``warm_sessions``: episodes per replica to ready sandboxes for before serving (``serve
     --warm-sessions``): set it to the episodes a trainer starts at once, so that first burst of
     resets is as fast as later ones.
-    ``extra_args`` go to ``serve`` as they are (e.g. ``["--idle-timeout", "5", "--no-record"]``).
+    ``record_dir``: record every episode there (``serve --record-dir``). None, the default:
+    nothing is recorded (``serve --no-record``; a notice on stderr says so, once per process),
+    since a trainer's million episodes at ~23 KB each would fill its working directory.
+    ``extra_args`` go to ``serve`` as they are (e.g. ``["--idle-timeout", "5"]``; a
+    ``--record``/``--no-record``/``--record-dir`` there decides instead of ``record_dir``).
     On exit the bridge gets SIGTERM, and SIGKILL if it has not stopped after ``stop_timeout``;
     if this process dies without exiting the block, the bridge stops by itself (module docstring).
     """
@@ -197,6 +219,7 @@ def launch(
         args.append("--curve")
     if warm_sessions:
         args += ["--warm-sessions", str(int(warm_sessions))]
+    args += _record_args(record_dir, [str(a) for a in extra_args])
     args += [str(a) for a in extra_args]
 
     log = open(log_path, "wb")  # noqa: SIM115 (it outlives this block: the bridge writes it until _stop below)

@@ -184,11 +184,12 @@ def test_a_hand_wrapped_time_limit_reset_or_close_mid_episode_scores_the_episode
         env.reset(seed=1)
         _, reward, _terminated, truncated, info = env.step(REFERENCE_ACTIONS[0])
         assert truncated and "end_reason" not in info and reward == 0.0  # TimeLimit alone: the bridge episode is open
-        env.reset(seed=2)  # ... so reset scores it before starting the next one
-        assert len(finished) == 1 and finished[0]["info"]["end_reason"] == "client" and "reward_info" in finished[0]["info"]
+        _, info = env.reset(seed=2)  # ... so reset scores it before starting the next one, in the same request
+        prev = info["previous_episode"]
+        assert not finished and prev["finished"] and prev["end_reason"] == "client" and "reward_info" in prev
         env.step(REFERENCE_ACTIONS[0])
-        env.close()  # closing mid-episode scores it too
-        assert len(finished) == 2
+        env.close()  # closing mid-episode scores it too (a finish)
+        assert len(finished) == 1 and finished[0]["info"]["end_reason"] == "client"
     finally:
         env.close()
 

@@ -20,8 +20,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
+import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray", reason="the Ray tests need the [ray] extra: pip install -e 'python-client[ray]'")
@@ -435,3 +437,50 @@ def test_shutdown_stops_every_replica_and_the_registry(cluster):
     with pytest.raises(ValueError):
         ray.get_actor("envscaler-registry-2", namespace=NAMESPACE)
     ray.get_actor(REGISTRY_NAME, namespace=NAMESPACE)  # the other fleet is untouched
+
+
+# ---------------------------------------------------------------------- a replica killed mid-step (issue 35)
+# at the end of the file: it only needs a fleet with two live replicas, and leaves one restarted
+
+
+def test_a_replica_killed_mid_step_is_a_session_lost_outcome_per_sub_env(fleet):
+    """The replica process of one fleet replica is stopped (so the step is in flight and waits)
+    and killed 0.5 s into the step; its serve restarts it on the same endpoint, which never
+    answers the lost request. Each of its sub-envs ends the step truncated with session_lost, the
+    others step normally, and the step returns within the client timeout plus slack, not raised."""
+    timeout_s, slack_s = 4.0, 8.0
+    view = fleet.view(refresh_interval=0)
+    view.refresh(force=True)
+    assert len(view.replicas) >= 2
+    vec = EnvScalerVectorEnv(view, 4, scenario_ids=["notes-1"], timeout=timeout_s)
+    try:
+        vec.reset(seed=9)
+        uids = [vec.replica_uid(i) for i in range(4)]
+        victim_uid = uids[0]
+        assert len(set(uids)) == 2
+        node = view.replicas[victim_uid]["node_id"]
+        _serve_pid, replica_pid = next(r["pids"] for r in _by_node(fleet)[node]["replicas"] if r["uid"] == victim_uid)
+        os.kill(replica_pid, signal.SIGSTOP)
+        killer = threading.Thread(target=lambda: (time.sleep(0.5), os.kill(replica_pid, signal.SIGKILL)), daemon=True)
+        killer.start()
+        t0 = time.monotonic()
+        _obs, rewards, te, tr, info = vec.step([REFERENCE_ACTIONS[0]] * 4)
+        took = time.monotonic() - t0
+        killer.join()
+        assert took < timeout_s + slack_s, took
+        for i in range(4):
+            if uids[i] == victim_uid:
+                assert tr[i] and not te[i] and rewards[i] == 0 and info["_error"][i]
+                assert info["error"]["code"][i] == "session_lost"
+            else:
+                assert not tr[i] and not te[i] and info["observation"]["role"][i] == "tool"
+                assert not info.get("_error", np.zeros(4, dtype=bool))[i]
+
+        # the lost sub-envs are autoreset onto a live replica and play on
+        def recovered():
+            _o, _r, _te, tr2, info2 = vec.step([REFERENCE_ACTIONS[1]] * 4)
+            return not tr2.any() and "_error" not in info2 and all(vec.episodes[i].live for i in range(4))
+
+        wait_for(recovered, 90, interval=0.5, what="the lost sub-envs to play again")
+    finally:
+        vec.close()

@@ -153,6 +153,26 @@ test("hostile frames get bad_request and the server keeps serving", async () => 
   expect((await client.request<{ instance: string }>("hello")).instance).toBe(server.instance);
 });
 
+test("reset in place: finish_previous scores the running episode in the same request; a failed reset leaves no episode", async () => {
+  const hello = RESULT_SCHEMAS.hello.parse(await client.request("hello"));
+  expect(hello.features).toEqual(expect.arrayContaining(["reset_finish_previous", "null_action"]));
+  const first = RESULT_SCHEMAS.reset.parse(await client.request("reset", { scenario_id: "notes-1", seed: 3 }));
+  const sid = first.session_id;
+  await client.request("step", { session_id: sid, action: ref[0] });
+  const second = RESULT_SCHEMAS.reset.parse(await client.request("reset", { scenario_id: "notes-1", seed: 4, session_id: sid, finish_previous: true }));
+  expect(second.session_id).toBe(sid);
+  expect(second.info.previous_episode).toMatchObject({ episode_id: first.info.episode_id, finished: true, terminated: true, step: 1, end_reason: "client", reward: 0.3333 });
+  // a null action is an observation like any other unreadable one
+  const none = RESULT_SCHEMAS.step.parse(await client.request("step", { session_id: sid, action: null }));
+  expect(JSON.parse((none.observation as { content: string }).content)).toMatchObject({ error: { type: "invalid_action" } });
+  // without finish_previous no previous_episode; an unknown scenario ends the old episode first
+  expect(await code(client.request("reset", { scenario_id: "no-such", session_id: sid }))).toBe("unknown_scenario");
+  for (const op of ["step", "state", "finish"]) expect(await code(client.request(op, { session_id: sid, ...(op === "step" ? { action: "hi" } : {}) }))).toBe("episode_done");
+  const third = RESULT_SCHEMAS.reset.parse(await client.request("reset", { scenario_id: "notes-1", session_id: sid, finish_previous: true }));
+  expect(third.info.previous_episode).toBeUndefined(); // the session had no episode left to finish
+  expect(await client.request("close", { session_id: sid })).toEqual({ closed: true });
+});
+
 test("ids come back exactly as sent, and a close waits for the session's earlier requests", async () => {
   const raw = new Dealer();
   raw.receiveTimeout = 10_000;

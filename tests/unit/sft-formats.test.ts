@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { exportSft, filterProblem, originalFilter, toAlpaca, toChat, toShareGpt, type AlpacaSample, type ShareGptRecord } from "../../bridge/record/sft-export.js";
+import { exportSft, exportSummary, filterProblem, NO_USER_PREFIX, NO_USER_REASON, originalFilter, toAlpaca, toChat, toShareGpt, type AlpacaSample, type ShareGptRecord } from "../../bridge/record/sft-export.js";
 import { readTrajectories, type RecordedEpisode } from "../../bridge/record/trajectory-reader.js";
 import { TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
 import { FIXTURES } from "../helpers.js";
@@ -42,6 +42,18 @@ beforeAll(async () => {
       "<think>tell</think>\n\nAdded 'x'.",
       "<think>confirm</think>\n\nYes, it is saved.",
     ]);
+    // the same conversation on a runtime with no simulated user: the agent's first reply ends it
+    const alone = await EnvRuntime.start({ envs: [FIXTURES], recorder: writer });
+    try {
+      const r = await alone.reset("notes-2", 1, "no-user");
+      await alone.step(r.episode_id, `<think>look up</think>\n${tc("list_notes", { user_id: "u3" })}`);
+      const end = await alone.step(r.episode_id, "<think>answer</think>\n\nYou have 1 note.");
+      expect(end).toMatchObject({ terminated: true, info: { end_reason: "no_user" }, observation: { role: "user" } });
+      expect(end.observation.content.startsWith(NO_USER_PREFIX)).toBe(true);
+      await alone.closeEpisode(r.episode_id);
+    } finally {
+      await alone.close();
+    }
   } finally {
     await rt.close();
     writer.close();
@@ -60,6 +72,30 @@ test("the original's filter: turns within bounds per mode, <think> on every turn
   expect(why("conversation", { ...originalFilter(eps.conversation!), minTurns: 6 })).toMatch(/5 turns < 6/);
   expect(why("gave-up", { minReward: 1 })).toMatch(/reward 0/);
   expect(exportSft(Object.values(eps), "chat", originalFilter).records.map((r) => (r as { episode_id: string }).episode_id)).toEqual(["think-task", "conversation"]);
+});
+
+test("placeholder user turns are never exported: such episodes are left out, counted by reason, and the summary adds up", () => {
+  // an older bridge's recording: the placeholder came back as a user turn and the episode went on
+  const legacy = structuredClone(eps.conversation!);
+  legacy.start.episode_id = "legacy-no-user";
+  const textStep = legacy.steps.find((st) => st.observation.role === "user" && !st.terminated)!;
+  textStep.observation = { role: "user", content: "(no simulated user is attached; the message was recorded)" };
+  const all = [...Object.values(eps), legacy];
+  expect(filterProblem(eps["no-user"]!, {})).toBe(NO_USER_REASON);
+  expect(filterProblem(legacy, {})).toBe(NO_USER_REASON);
+  for (const format of ["chat", "alpaca", "sharegpt"] as const) {
+    const x = exportSft(all, format, {});
+    const text = JSON.stringify(x.records);
+    expect(text).not.toContain(NO_USER_PREFIX.slice(1));
+    expect(x.kept + x.dropped.length).toBe(all.length);
+    expect(x.dropped.filter((d) => d.why === NO_USER_REASON).map((d) => d.episode_id).sort()).toEqual(["legacy-no-user", "no-user"]);
+  }
+  const x = exportSft(all, "chat", originalFilter);
+  // 7 episodes: think-task and conversation pass the original's filter; 5 are left out for 4 reasons
+  expect([x.kept, x.dropped.length, x.records.length]).toEqual([2, 5, 2]);
+  expect(exportSummary(x, "out.jsonl")).toBe(
+    `7 episodes read: 2 exported as 2 records → out.jsonl; 5 left out (an assistant turn without <think> ×1, did not end done (text_reply) ×1, N turns < N ×1, ${NO_USER_REASON} ×2)`,
+  );
 });
 
 test("alpaca with history: one sample per assistant turn, <think> kept in the output and removed from the history, tools in the system", () => {
@@ -102,7 +138,7 @@ test("envscaler export writes the three formats with the filters", async () => {
   const lines = (p: string) => readFileSync(p, "utf8").trim().split("\n").map((l) => JSON.parse(l));
   const cli = (args: string[]) => run(process.execPath, ["--import", "tsx", CLI, "export", ...args]);
   const out = await cli(["alpaca", file, "--original-filter", "-o", join(dir, "a.jsonl")]);
-  expect(out.stdout).toMatch(/^2 episodes → 8 records .*\(3 filtered out/);
+  expect(out.stdout).toMatch(/^6 episodes read: 2 exported as 8 records → .*; 4 left out \(.*no simulated user.* ×1\)/);
   const alpaca = lines(join(dir, "a.jsonl")) as AlpacaSample[];
   expect(new Set(alpaca.map((s) => s.episode_id))).toEqual(new Set(["think-task", "conversation"]));
   await cli(["sharegpt", file, "--require-think", "--min-reward", "1", "-o", join(dir, "s.jsonl")]);

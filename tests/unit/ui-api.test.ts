@@ -244,7 +244,7 @@ describe("trajectories", () => {
     const records = r.jsonl.trim().split("\n").map((l: string) => JSON.parse(l));
     const eps = readTrajectories(join(dir, "traj", file)).episodes;
     expect(records).toEqual(selectForSft([eps[0]!], {}));
-    expect(r).toMatchObject({ count: 1, left_out: ["ep-open"] });
+    expect(r).toMatchObject({ count: 1, left_out: ["ep-open"], left_out_why: [{ episode_id: "ep-open", why: "did not end" }] });
     expect((await call("/api/trajectories/export", { items: [] })).body.error.code).toBe("bad_request");
   });
 });

@@ -14,7 +14,7 @@ from typing import Any
 from gymnasium.utils import seeding
 
 from ..bridge_client import BridgeClient, CurveKeys
-from ..episode_logic import Episode, StepTuple, choose_scenario, close_session_quietly, episode_seed, open_client, step_tuple
+from ..episode_logic import Episode, StepTuple, check_mode, choose_scenario, close_session_quietly, episode_seed, open_client, select_scenarios, step_tuple
 from .roll import format_env_introduction
 
 __all__ = ["GEM_AVAILABLE", "EnvScalerGemEnv"]
@@ -48,13 +48,17 @@ class EnvScalerGemEnv(_Base):  # type: ignore[misc]  # the base is chosen at imp
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
         seed: int | None = None,
+        mode: str | None = None,
     ) -> None:
         """``seed`` (GEM's ``make``/``make_vec`` pass one to every constructor) seeds the scenario
-        draw and the bridge seeds of resets called without a seed of their own."""
+        draw and the bridge seeds of resets called without a seed of their own. ``mode="task"|
+        "conversation"`` plays only scenarios of that mode."""
         if _Base is not object:
             super().__init__()
         self.client, self._owns_client = open_client("EnvScalerGemEnv", endpoint, client, curve, timeout)
-        self.scenario_ids = list(scenario_ids) if scenario_ids is not None else [s["scenario_id"] for s in self.client.list_scenarios()]
+        check_mode(mode)
+        listed = self.client.list_scenarios() if scenario_ids is None or mode is not None else []
+        self.scenario_ids = select_scenarios(listed, scenario_ids, mode)
         self._np_random, self._np_random_seed = seeding.np_random(None if seed is None else int(seed))
         self.episode = Episode()
 
@@ -68,13 +72,18 @@ class EnvScalerGemEnv(_Base):  # type: ignore[misc]  # the base is chosen at imp
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         scenario = choose_scenario(self._np_random, self.scenario_ids)
         bridge_seed = episode_seed(seed, self._np_random)
-        result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid))
+        finish_previous = self.episode.live and self.episode.session_id is not None and self.client.supports("reset_finish_previous")
+        result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         obs, info = self.episode.begin(result, scenario)
         info["env_introduction"] = format_env_introduction(info.get("introduction", ""), info.get("rules", []))
         return obs, info
 
     def step(self, action: str) -> StepTuple:
         return self.episode.ended(step_tuple(self.client.step(self.episode.session(), action)))
+
+    def state(self) -> dict[str, Any]:
+        """The env's current state (the bridge's ``state_json``, parsed); ResetNeeded without an episode."""
+        return self.client.state(self.episode.session())
 
     def sample_random_action(self) -> str:
         """A legal action: a short text reply (which ends a task episode)."""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..bridge_client import BridgeClient, CurveKeys
-from ..episode_logic import MAX_SEED, Episode, close_session_quietly, open_client, step_tuple
+from ..episode_logic import Episode, check_mode, check_seed, close_session_quietly, open_client, step_tuple
 
 __all__ = ["ROLL_ENV_IDS", "EnvScalerRollEnv", "format_env_introduction", "make_roll_env", "register_roll"]
 
@@ -29,7 +29,9 @@ def format_env_introduction(introduction: str, rules: Sequence[str]) -> str:
 
 
 class EnvScalerRollEnv:
-    """One bridge session playing the scenarios ``scenario_ids`` (default: all the bridge lists), in that order for ``task_index``."""
+    """One bridge session playing the scenarios ``scenario_ids`` (default: all the bridge lists;
+    with ``mode="task"|"conversation"`` only those of that mode), in that order for ``task_index``.
+    ``reset``'s ``seed`` is the bridge's episode seed too: 0 <= seed < 2^32 (else ValueError)."""
 
     def __init__(
         self,
@@ -38,7 +40,9 @@ class EnvScalerRollEnv:
         client: BridgeClient | None = None,
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
+        mode: str | None = None,
     ) -> None:
+        check_mode(mode)
         self.client, self._owns_client = open_client("EnvScalerRollEnv", endpoint, client, curve, timeout)
         client = self.client
         listed = {s["scenario_id"]: s for s in client.list_scenarios()}
@@ -46,6 +50,8 @@ class EnvScalerRollEnv:
         missing = [s for s in ids if s not in listed]
         if missing:
             raise ValueError(f"the bridge does not serve scenarios {missing}")
+        if mode is not None:
+            ids = [s for s in ids if listed[s].get("mode") == mode]
         #: the task list task_index indexes, like the original envs' task_items
         self.task_items: list[dict[str, Any]] = [listed[s] for s in ids]
         self.envs: dict[str, dict[str, Any]] = {e["env_id"]: e for e in client.list_envs()}
@@ -61,6 +67,7 @@ class EnvScalerRollEnv:
 
     def reset(self, seed: int | None = None, task_index: int | None = None) -> tuple[dict[str, str], dict[str, Any]]:
         self.episode.check_open()
+        bridge_seed = None if seed is None else check_seed(seed)
         if task_index is None:
             if not self.task_items:
                 raise ValueError("no tasks available")
@@ -68,8 +75,10 @@ class EnvScalerRollEnv:
         elif not 0 <= task_index < len(self.task_items):
             raise ValueError(f"Invalid task_index {task_index}, expected range [0, {len(self.task_items)})")
         item = self.task_items[task_index]
-        bridge_seed = seed if seed is not None and 0 <= seed < MAX_SEED else None
-        result = self.episode.reset(lambda sid: self.client.reset(item["scenario_id"], seed=bridge_seed, session_id=sid))
+        # the previous episode's task, tools and introduction go with it: nothing of it stays if this reset fails
+        self.task_item, self.env_name, self.env_introduction, self.tools, self.current_step = None, None, None, [], 0
+        finish_previous = self.episode.live and self.episode.session_id is not None and self.client.supports("reset_finish_previous")
+        result = self.episode.reset(lambda sid: self.client.reset(item["scenario_id"], seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         content, info_b = self.episode.begin(result, item["scenario_id"])
         info_b.pop("observation")  # the bridge's info as it sent it
         env = self.envs.get(info_b.get("env_id", item["env_id"]), {})
@@ -110,6 +119,10 @@ class EnvScalerRollEnv:
         role = info_b.pop("observation").get("role")
         observation = {"type": "tool" if role == "tool" else "user", "content": content}
         return observation, reward, terminated, truncated, {"action": action, **info_b}
+
+    def state(self) -> dict[str, Any]:
+        """The env's current state (the bridge's ``state_json``, parsed); ResetNeeded without an episode."""
+        return self.client.state(self.episode.session())
 
     def close(self) -> None:
         if self.episode.closed:
