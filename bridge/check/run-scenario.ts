@@ -54,7 +54,13 @@ export async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: R
     const messages = say ? (scenario.reference_messages ?? []) : [];
     if (!episode.isDone && messages.length) {
       if (scenario.mode === "task") last = await episode.step(messages.join("\n"));
-      else for (const m of messages) last = await episode.step(m);
+      else {
+        // without a simulated user a conversation ends at the agent's first reply (docs/protocol.md)
+        for (const m of messages) {
+          if (episode.isDone) break;
+          last = await episode.step(m);
+        }
+      }
     }
     const result = episode.isDone && last ? last : await episode.finish();
     return { result, wrote, toolErrors, refusals };
