@@ -8,6 +8,7 @@ import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
+import { MAX_ACTION_DEPTH, valueShape } from "../episode/action-limits.js";
 import { EngineHost } from "./engine-host.js";
 import { workerModule } from "./worker-module.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
@@ -412,7 +413,11 @@ export class EnvRuntime {
       engine.pending.set(id, { body, episode, resolve });
       if (engine.host) {
         // in this thread: straight in, no batching (there is no hop to amortise)
-        engine.host.accept({ ...body, id, slot: episode.slot } as EngineRequest & { slot: number });
+        try {
+          engine.host.accept({ ...body, id, slot: episode.slot } as EngineRequest & { slot: number });
+        } catch (e) {
+          this.refuse(engine, id, e);
+        }
         return;
       }
       // requests made in the same turn of the event loop cross to the worker in one message: a
@@ -422,11 +427,37 @@ export class EnvRuntime {
     });
   }
 
+  /**
+   * Hands the turn's requests to the worker. Copying them (structured clone) can throw; this runs
+   * from setImmediate, where a throw would end the process, so a batch that cannot be copied is
+   * sent one request at a time and only the request that cannot be copied is refused.
+   */
   private flush(engine: Engine): void {
     if (engine.outbox.length === 0 || engine.stopping) return;
     const batch = engine.outbox;
     engine.outbox = [];
-    engine.worker!.postMessage(batch);
+    try {
+      engine.worker!.postMessage(batch);
+      return;
+    } catch {
+      /* one of them could not be copied: find it below */
+    }
+    for (const req of batch) {
+      try {
+        engine.worker!.postMessage([req]);
+      } catch (e) {
+        this.refuse(engine, req.id, e);
+      }
+    }
+  }
+
+  /** Answers a request that could not be handed to its engine: that request only, with a typed error. */
+  private refuse(engine: Engine, id: number, e: unknown): void {
+    const p = engine.pending.get(id);
+    if (!p) return;
+    engine.pending.delete(id);
+    const why = e instanceof Error ? e.message : String(e);
+    p.resolve({ id, ok: false, error: { code: "bad_request", message: `the request could not be handed to its engine (${why}); nothing ran` } });
   }
 
   private async request(rec: EpisodeRecord, body: RequestBody): Promise<unknown> {
@@ -534,7 +565,10 @@ export class EnvRuntime {
     // every action is kept (restore and replay re-execute them), so size is checked before anything runs
     const maxAction = this.options.maxActionBytes ?? 1 << 20;
     const maxInputs = this.options.maxEpisodeInputBytes ?? 64 << 20;
-    const size = jsonSizeUpTo(action, maxAction + 1);
+    // one bounded, iterative walk, before anything is copied to an engine thread: structured clone
+    // and every later encoder recurse, so a value nested 10,000 deep must stop here (issue 32)
+    const { bytes: size, tooDeep } = valueShape(action, maxAction, MAX_ACTION_DEPTH);
+    if (tooDeep) throw new RuntimeError("too_large", `the action nests deeper than ${MAX_ACTION_DEPTH} levels (max_action_depth); it was not run`);
     if (size > maxAction) throw new RuntimeError("too_large", `the action is over ${maxAction} bytes as JSON (serve --max-action-bytes); it was not run`);
     if ((rec.inputBytes ?? 0) + size > maxInputs) throw new RuntimeError("too_large", `the episode's actions would exceed ${maxInputs} bytes in total (serve --max-episode-input-mb); it was not run: reset a new episode`);
     rec.inputBytes = (rec.inputBytes ?? 0) + size;
@@ -761,24 +795,4 @@ export class EnvRuntime {
   }
 }
 
-/** The size of `v` as JSON text, counted up to `limit` (a bounded walk: a huge action costs no more than the limit). */
-export function jsonSizeUpTo(v: unknown, limit: number): number {
-  let size = 0;
-  const stack: unknown[] = [v];
-  while (stack.length && size <= limit) {
-    const x = stack.pop();
-    if (typeof x === "string") size += x.length + 2;
-    else if (x === null || typeof x !== "object") size += 8;
-    else if (Array.isArray(x)) {
-      size += 2 + x.length;
-      for (let i = 0; i < x.length && stack.length < limit; i++) stack.push(x[i]);
-    } else {
-      for (const [k, y] of Object.entries(x as Record<string, unknown>)) {
-        size += k.length + 4;
-        stack.push(y);
-      }
-      size += 2;
-    }
-  }
-  return size;
-}
+export { jsonSizeUpTo } from "../episode/action-limits.js";
