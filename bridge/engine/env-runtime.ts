@@ -134,6 +134,10 @@ interface EpisodeRecord {
   inFlight?: number;
   /** Snapshots this episode took (dropped with it). */
   snapshots: Set<SnapshotRecord>;
+  /** Snapshots of this episode being taken now (they count against maxSnapshotsPerEpisode already). */
+  snapshotsTaking?: number;
+  /** The largest snapshot this episode took: what the next one reserves before it is taken. */
+  lastSnapshotBytes?: number;
   /** Set when the episode was lost (its worker died on it): every later request gets this error. */
   dead?: { code: string; message: string };
   deathReported?: boolean;
@@ -174,6 +178,8 @@ export class EnvRuntime {
   private readonly episodes = new Map<string, EpisodeRecord>();
   private readonly snapshots = new Map<string, SnapshotRecord>();
   private snapshotBytes = 0;
+  /** Bytes reserved by snapshots being taken (see snapshot()). */
+  private snapshotReserved = 0;
   /** Hard stops per scenario, and the scenarios refused from then on (with why). */
   private readonly hardStopsOf = new Map<string, number>();
   private readonly quarantined = new Map<string, string>();
@@ -634,10 +640,33 @@ export class EnvRuntime {
     const rec = this.episode(episodeId);
     const perEpisode = this.options.maxSnapshotsPerEpisode ?? 32;
     const total = this.options.maxSnapshotBytes ?? 1 << 30;
-    if ([...rec.snapshots].filter((s) => !s.lost).length >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
-    if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (serve --max-snapshot-mb, maxSnapshotBytes ${total}); drop some`);
+    // count and bytes are reserved before the copy, in this turn (atomically with respect to every
+    // other request): concurrent snapshots cannot all pass a check that none of them has counted yet
+    const held = [...rec.snapshots].filter((s) => !s.lost).length + (rec.snapshotsTaking ?? 0);
+    if (held >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
+    // the size is known once taken: reserve what this episode's largest one took (a sandbox's
+    // memory only grows), then settle to the size taken; a copy that does not fit is dropped again
+    const estimate = rec.lastSnapshotBytes ?? 0;
+    const committed = this.snapshotBytes + this.snapshotReserved;
+    if (committed + estimate > total || committed >= total) {
+      throw new RuntimeError("too_large", `snapshots hold ${committed} bytes and this one needs about ${estimate}: over the limit of ${total} (serve --max-snapshot-mb, maxSnapshotBytes); drop some`);
+    }
+    this.snapshotReserved += estimate;
+    rec.snapshotsTaking = (rec.snapshotsTaking ?? 0) + 1;
     const id = `snap-${randomUUID()}`;
-    const value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as { step: number; bytes: number; state_hash: string };
+    let value: { step: number; bytes: number; state_hash: string };
+    try {
+      value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as typeof value;
+    } finally {
+      this.snapshotReserved -= estimate;
+      rec.snapshotsTaking!--;
+    }
+    rec.lastSnapshotBytes = Math.max(rec.lastSnapshotBytes ?? 0, value.bytes);
+    if (this.snapshotBytes + this.snapshotReserved + value.bytes > total) {
+      const engine = await this.liveEngine(rec);
+      if (engine) await this.post(engine, rec, { op: "drop_snapshot", episode: episodeId, snapshot: id });
+      throw new RuntimeError("too_large", `this snapshot takes ${value.bytes} bytes; with the ${this.snapshotBytes} held that is over the limit of ${total} (serve --max-snapshot-mb, maxSnapshotBytes); drop some`);
+    }
     const snap: SnapshotRecord = { id, engine: rec.engine, owner: rec, inputs: structuredClone(rec.inputs), opening: rec.opening, stateHash: value.state_hash, step: value.step, bytes: value.bytes };
     this.snapshots.set(id, snap);
     rec.snapshots.add(snap);
