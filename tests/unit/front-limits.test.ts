@@ -24,8 +24,9 @@ interface Case {
   name: string;
   action: TableAction;
   /** The outcome every front must give; `on` overrides it for a front that refuses earlier (documented in docs/protocol.md §limits). */
-  want: { code: string; message: RegExp; refused: boolean };
-  on?: Record<string, { code: string; message: RegExp; refused: boolean }>;
+  /** `code` null: the call runs (a tool's own output). */
+  want: { code: string | null; message: RegExp; refused: boolean };
+  on?: Record<string, { code: string | null; message: RegExp; refused: boolean }>;
 }
 
 const CASES: Case[] = [
@@ -54,6 +55,18 @@ const CASES: Case[] = [
   {
     name: "a bare JSON reply nested 10,000 deep",
     action: { kind: "text", text: call(DEEP) },
+    want: { code: "invalid_action", message: /max_action_depth/, refused: false },
+  },
+  {
+    // found trying fresh inputs: the step ran, but its reply went out with bytes that are not UTF-8
+    // and the client refused it, so the request never got an answer it could read
+    name: "a lone surrogate written as an escape in string arguments",
+    action: { kind: "string_args", name: "add_note", argsText: '{"user_id":"u2","title":"lone \\ud800","body":"b"}' },
+    want: { code: null, message: /"success":true/, refused: false },
+  },
+  {
+    name: "raw text that is an array nested 20,000 deep",
+    action: { kind: "text", text: "[".repeat(20_000) + "]".repeat(20_000) },
     want: { code: "invalid_action", message: /max_action_depth/, refused: false },
   },
   {
