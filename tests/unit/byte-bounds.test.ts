@@ -119,3 +119,21 @@ test("recording_unavailable names no server path", async () => {
     await rt.close();
   }
 });
+
+test("closed episodes' sandboxes are kept for reuse only up to RECYCLED_MAX_TOTAL_BYTES", async () => {
+  const { Episode } = await import("../../bridge/episode/episode.js");
+  const { pooledInstances, RECYCLED_MAX_TOTAL_BYTES } = await import("../../bridge/sandbox/sandbox.js");
+  const { inlineBundle } = await import("../helpers.js");
+  // each episode's wasm memory grows to ~48 MiB (a healthy instance, recycled on close) and stays so
+  const bundle = inlineBundle("grow", "Grow", `class Grow { constructor(s) {} grow() { const a = []; for (let i = 0; i < 40; i++) a.push("x".repeat(1 << 20) + i); return a.length; } }`, ["grow"], {});
+  const scenario = [...bundle.scenarios.values()][0]!;
+  for (let i = 0; i < 8; i++) {
+    const ep = new Episode({ bundle, scenario, seed: i, episodeId: `g${i}`, reference: () => Promise.reject(new Error("unused")) } as never);
+    await ep.reset();
+    const r = await ep.step({ name: "grow", arguments: {} });
+    expect(r.observation.content).toBe("40");
+    ep.close();
+  }
+  expect(pooledInstances().recycled_bytes).toBeLessThanOrEqual(RECYCLED_MAX_TOTAL_BYTES);
+  expect(pooledInstances().recycled_bytes).toBeGreaterThan(0);
+}, 120_000);
