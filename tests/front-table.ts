@@ -74,12 +74,12 @@ export function zmqFront(endpoint: string): FrontDriver {
       const client = new BridgeClient(endpoint, { timeoutMs: 20_000 });
       const raw = new Dealer({ receiveTimeout: 20_000 });
       raw.connect(endpoint);
-      const r = (await client.request("reset", { scenario_id: scenario, seed })) as { session_id: string };
+      const r = await client.request<{ session_id: string }>("reset", { scenario_id: scenario, seed });
       const sid = r.session_id;
       let nextId = 1_000_000;
       const viaClient = async (action: unknown): Promise<Outcome> => {
         try {
-          const s = (await client.request("step", { session_id: sid, action })) as { observation: { content: string } };
+          const s = await client.request<{ observation: { content: string } }>("step", { session_id: sid, action });
           return observed(s.observation.content);
         } catch (e) {
           if (e instanceof BridgeError) return { kind: "error", code: e.code, message: e.message };

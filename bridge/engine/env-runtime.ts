@@ -659,7 +659,7 @@ export class EnvRuntime {
       value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as typeof value;
     } finally {
       this.snapshotReserved -= estimate;
-      rec.snapshotsTaking!--;
+      rec.snapshotsTaking = (rec.snapshotsTaking ?? 1) - 1;
     }
     rec.lastSnapshotBytes = Math.max(rec.lastSnapshotBytes ?? 0, value.bytes);
     if (this.snapshotBytes + this.snapshotReserved + value.bytes > total) {

@@ -128,7 +128,7 @@ test("closed episodes' sandboxes are kept for reuse only up to RECYCLED_MAX_TOTA
   const bundle = inlineBundle("grow", "Grow", `class Grow { constructor(s) {} grow() { const a = []; for (let i = 0; i < 40; i++) a.push("x".repeat(1 << 20) + i); return a.length; } }`, ["grow"], {});
   const scenario = [...bundle.scenarios.values()][0]!;
   for (let i = 0; i < 8; i++) {
-    const ep = new Episode({ bundle, scenario, seed: i, episodeId: `g${i}`, reference: () => Promise.reject(new Error("unused")) } as never);
+    const ep = new Episode({ bundle, scenario, seed: i, episodeId: `g${i}`, reference: () => Promise.reject(new Error("unused")) });
     await ep.reset();
     const r = await ep.step({ name: "grow", arguments: {} });
     expect(r.observation.content).toBe("40");

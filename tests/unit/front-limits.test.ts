@@ -137,7 +137,7 @@ describe.each(["zeromq", "mcp-http", "mcp-stdio", "ui"])("front %s", (frontName)
         // MCP answers a refused request as a tool error (its way to tell the model); the others as a typed error
         if (front.name === "zeromq" || front.name === "ui") expect(got.kind, c.name).toBe(want.refused ? "error" : "observation");
         // no host path or stack in any answer
-        expect(got.message, c.name).not.toMatch(/\/work\/|\/tmp\/|    at /);
+        expect(got.message, c.name).not.toMatch(/\/work\/|\/tmp\/| {4}at /);
         // the same session goes on: a good call runs (the note store answers with the new note's id)
         const after = await s.step(good());
         expect(codeOf(after), `${c.name}: ${JSON.stringify(after)}`).toBeNull();
