@@ -15,11 +15,15 @@ const INT32_SPAN = 2 ** 32;
 /**
  * Integers msgpackr would write as float64: it writes only 32-bit integers as ints, so an id or a
  * count of 2^32 or more would reach Python as 4294967296.0. Returns the value with those as BigInt
- * (written as int64/uint64), copying only the containers on the way to one; most replies have none
- * and come back as they are.
+ * (written as int64/uint64) and lone surrogates as U+FFFD, copying only the containers on the way
+ * to one; most replies have none and come back as they are.
  */
 function widenInts(v: unknown): unknown {
   if (typeof v === "number") return Number.isSafeInteger(v) && (v >= INT32_SPAN || v < -INT32_SPAN / 2) ? BigInt(v) : v;
+  // a lone surrogate (JSON text can hold one as an escape, "\ud800") would go out as bytes that
+  // are not UTF-8, which every decoder of this protocol refuses (§2): the reply would be lost. It
+  // goes as U+FFFD instead, as any UTF-8 encoder writes it.
+  if (typeof v === "string") return wellFormed(v);
   if (v === null || typeof v !== "object") return v;
   if (Array.isArray(v)) {
     let out: unknown[] | null = null;
@@ -34,9 +38,19 @@ function widenInts(v: unknown): unknown {
   for (const k in v) {
     const x = (v as Record<string, unknown>)[k];
     const w = widenInts(x);
-    if (w !== x) (out ??= { ...(v as Record<string, unknown>) })[k] = w;
+    const key = wellFormed(k);
+    if (key !== k) {
+      out ??= { ...(v as Record<string, unknown>) };
+      delete out[k];
+    }
+    if (w !== x || key !== k) (out ??= { ...(v as Record<string, unknown>) })[key] = w;
   }
   return out ?? v;
+}
+
+type WellFormedString = string & { isWellFormed(): boolean; toWellFormed(): string };
+function wellFormed(s: string): string {
+  return (s as WellFormedString).isWellFormed() ? s : (s as WellFormedString).toWellFormed();
 }
 
 export function encodeFrame(value: unknown): Buffer {

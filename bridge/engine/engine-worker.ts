@@ -40,8 +40,30 @@ function reply(r: EngineReply): void {
     setImmediate(() => {
       const batch = outbox;
       outbox = [];
-      port.postMessage(batch);
+      send(batch);
     });
+}
+
+/**
+ * Posts replies to the pool. Copying one can throw (a value structured clone refuses or recurses
+ * too deep on); a throw here would end the worker and every episode on it, so each reply of a
+ * batch that cannot be copied is sent alone and one that still cannot is answered with a typed
+ * error: every request gets exactly one reply.
+ */
+function send(batch: EngineReply[]): void {
+  try {
+    port.postMessage(batch);
+    return;
+  } catch {
+    /* one of them could not be copied: find it below */
+  }
+  for (const r of batch) {
+    try {
+      port.postMessage([r]);
+    } catch (e) {
+      port.postMessage([{ id: r.id, ok: false, error: { code: "internal_error", message: `the reply could not be handed back from the engine (${e instanceof Error ? e.message : String(e)})` } } satisfies EngineReply]);
+    }
+  }
 }
 
 const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run) });

@@ -10,6 +10,7 @@ import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
+import { MAX_ACTION_DEPTH, valueShape } from "../episode/action-limits.js";
 import { EngineHost } from "./engine-host.js";
 import { workerModule } from "./worker-module.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
@@ -137,6 +138,10 @@ interface EpisodeRecord {
   inFlight?: number;
   /** Snapshots this episode took (dropped with it). */
   snapshots: Set<SnapshotRecord>;
+  /** Snapshots of this episode being taken now (they count against maxSnapshotsPerEpisode already). */
+  snapshotsTaking?: number;
+  /** The largest snapshot this episode took: what the next one reserves before it is taken. */
+  lastSnapshotBytes?: number;
   /** Set when the episode was lost (its worker died on it): every later request gets this error. */
   dead?: { code: string; message: string };
   deathReported?: boolean;
@@ -177,6 +182,8 @@ export class EnvRuntime {
   private readonly episodes = new Map<string, EpisodeRecord>();
   private readonly snapshots = new Map<string, SnapshotRecord>();
   private snapshotBytes = 0;
+  /** Bytes reserved by snapshots being taken (see snapshot()). */
+  private snapshotReserved = 0;
   /** Hard stops per scenario, and the scenarios refused from then on (with why). */
   private readonly hardStopsOf = new Map<string, number>();
   private readonly quarantined = new Map<string, string>();
@@ -416,7 +423,11 @@ export class EnvRuntime {
       engine.pending.set(id, { body, episode, resolve });
       if (engine.host) {
         // in this thread: straight in, no batching (there is no hop to amortise)
-        engine.host.accept({ ...body, id, slot: episode.slot } as EngineRequest & { slot: number });
+        try {
+          engine.host.accept({ ...body, id, slot: episode.slot } as EngineRequest & { slot: number });
+        } catch (e) {
+          this.refuse(engine, id, e);
+        }
         return;
       }
       // requests made in the same turn of the event loop cross to the worker in one message: a
@@ -426,11 +437,37 @@ export class EnvRuntime {
     });
   }
 
+  /**
+   * Hands the turn's requests to the worker. Copying them (structured clone) can throw; this runs
+   * from setImmediate, where a throw would end the process, so a batch that cannot be copied is
+   * sent one request at a time and only the request that cannot be copied is refused.
+   */
   private flush(engine: Engine): void {
     if (engine.outbox.length === 0 || engine.stopping) return;
     const batch = engine.outbox;
     engine.outbox = [];
-    engine.worker!.postMessage(batch);
+    try {
+      engine.worker!.postMessage(batch);
+      return;
+    } catch {
+      /* one of them could not be copied: find it below */
+    }
+    for (const req of batch) {
+      try {
+        engine.worker!.postMessage([req]);
+      } catch (e) {
+        this.refuse(engine, req.id, e);
+      }
+    }
+  }
+
+  /** Answers a request that could not be handed to its engine: that request only, with a typed error. */
+  private refuse(engine: Engine, id: number, e: unknown): void {
+    const p = engine.pending.get(id);
+    if (!p) return;
+    engine.pending.delete(id);
+    const why = e instanceof Error ? e.message : String(e);
+    p.resolve({ id, ok: false, error: { code: "bad_request", message: `the request could not be handed to its engine (${why}); nothing ran` } });
   }
 
   private async request(rec: EpisodeRecord, body: RequestBody): Promise<unknown> {
@@ -538,7 +575,10 @@ export class EnvRuntime {
     // every action is kept (restore and replay re-execute them), so size is checked before anything runs
     const maxAction = this.options.maxActionBytes ?? 1 << 20;
     const maxInputs = this.options.maxEpisodeInputBytes ?? 64 << 20;
-    const size = jsonSizeUpTo(action, maxAction + 1);
+    // one bounded, iterative walk, before anything is copied to an engine thread: structured clone
+    // and every later encoder recurse, so a value nested 10,000 deep must stop here (issue 32)
+    const { bytes: size, tooDeep } = valueShape(action, maxAction, MAX_ACTION_DEPTH);
+    if (tooDeep) throw new RuntimeError("too_large", `the action nests deeper than ${MAX_ACTION_DEPTH} levels (max_action_depth); it was not run`);
     if (size > maxAction) throw new RuntimeError("too_large", `the action is over ${maxAction} bytes as JSON (serve --max-action-bytes); it was not run`);
     if ((rec.inputBytes ?? 0) + size > maxInputs) throw new RuntimeError("too_large", `the episode's actions would exceed ${maxInputs} bytes in total (serve --max-episode-input-mb); it was not run: reset a new episode`);
     rec.inputBytes = (rec.inputBytes ?? 0) + size;
@@ -604,10 +644,33 @@ export class EnvRuntime {
     const rec = this.episode(episodeId);
     const perEpisode = this.options.maxSnapshotsPerEpisode ?? 32;
     const total = this.options.maxSnapshotBytes ?? 1 << 30;
-    if ([...rec.snapshots].filter((s) => !s.lost).length >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
-    if (this.snapshotBytes >= total) throw new RuntimeError("too_large", `snapshots hold ${this.snapshotBytes} bytes, the limit (serve --max-snapshot-mb, maxSnapshotBytes ${total}); drop some`);
+    // count and bytes are reserved before the copy, in this turn (atomically with respect to every
+    // other request): concurrent snapshots cannot all pass a check that none of them has counted yet
+    const held = [...rec.snapshots].filter((s) => !s.lost).length + (rec.snapshotsTaking ?? 0);
+    if (held >= perEpisode) throw new RuntimeError("too_large", `the episode holds its limit of ${perEpisode} snapshots (serve --max-snapshots, maxSnapshotsPerEpisode); drop some`);
+    // the size is known once taken: reserve what this episode's largest one took (a sandbox's
+    // memory only grows), then settle to the size taken; a copy that does not fit is dropped again
+    const estimate = rec.lastSnapshotBytes ?? 0;
+    const committed = this.snapshotBytes + this.snapshotReserved;
+    if (committed + estimate > total || committed >= total) {
+      throw new RuntimeError("too_large", `snapshots hold ${committed} bytes and this one needs about ${estimate}: over the limit of ${total} (serve --max-snapshot-mb, maxSnapshotBytes); drop some`);
+    }
+    this.snapshotReserved += estimate;
+    rec.snapshotsTaking = (rec.snapshotsTaking ?? 0) + 1;
     const id = `snap-${randomUUID()}`;
-    const value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as { step: number; bytes: number; state_hash: string };
+    let value: { step: number; bytes: number; state_hash: string };
+    try {
+      value = (await this.request(rec, { op: "snapshot", episode: episodeId, snapshot: id })) as typeof value;
+    } finally {
+      this.snapshotReserved -= estimate;
+      rec.snapshotsTaking = (rec.snapshotsTaking ?? 1) - 1;
+    }
+    rec.lastSnapshotBytes = Math.max(rec.lastSnapshotBytes ?? 0, value.bytes);
+    if (this.snapshotBytes + this.snapshotReserved + value.bytes > total) {
+      const engine = await this.liveEngine(rec);
+      if (engine) await this.post(engine, rec, { op: "drop_snapshot", episode: episodeId, snapshot: id });
+      throw new RuntimeError("too_large", `this snapshot takes ${value.bytes} bytes; with the ${this.snapshotBytes} held that is over the limit of ${total} (serve --max-snapshot-mb, maxSnapshotBytes); drop some`);
+    }
     const snap: SnapshotRecord = { id, engine: rec.engine, owner: rec, inputs: structuredClone(rec.inputs), opening: rec.opening, stateHash: value.state_hash, step: value.step, bytes: value.bytes };
     this.snapshots.set(id, snap);
     rec.snapshots.add(snap);
@@ -846,24 +909,4 @@ export class EnvRuntime {
   }
 }
 
-/** The size of `v` as JSON text, counted up to `limit` (a bounded walk: a huge action costs no more than the limit). */
-export function jsonSizeUpTo(v: unknown, limit: number): number {
-  let size = 0;
-  const stack: unknown[] = [v];
-  while (stack.length && size <= limit) {
-    const x = stack.pop();
-    if (typeof x === "string") size += x.length + 2;
-    else if (x === null || typeof x !== "object") size += 8;
-    else if (Array.isArray(x)) {
-      size += 2 + x.length;
-      for (let i = 0; i < x.length && stack.length < limit; i++) stack.push(x[i]);
-    } else {
-      for (const [k, y] of Object.entries(x as Record<string, unknown>)) {
-        size += k.length + 4;
-        stack.push(y);
-      }
-      size += 2;
-    }
-  }
-  return size;
-}
+export { jsonSizeUpTo } from "../episode/action-limits.js";

@@ -1,4 +1,5 @@
 import { pyJsonParse } from "../../envs/bfcl/py-json.js";
+import { MAX_ACTION_DEPTH, jsonTextTooDeep, tooDeepMessage, valueShape } from "./action-limits.js";
 
 /** One tool call as the agent made it, before validation. `argumentsError` is set when its arguments were not a JSON object. */
 export interface ParsedCall {
@@ -54,6 +55,8 @@ function parseArguments(raw: unknown, pyRaw?: unknown): { args: Record<string, u
   if (isRecord(raw)) return { args: raw, ...(isRecord(pyRaw) ? { py: pyRaw } : {}) };
   if (typeof raw === "string") {
     if (raw.trim() === "") return { args: {} };
+    // checked on the text, before parsing: a deep value must never be built (see action-limits.ts)
+    if (jsonTextTooDeep(raw)) return { args: {}, error: tooDeepMessage("the arguments") };
     try {
       const parsed: unknown = JSON.parse(raw);
       if (isRecord(parsed)) return { args: parsed, py: pyParse(raw) };
@@ -154,6 +157,7 @@ function balancedEnd(s: string, start: number): number {
 type JsonPiece = { ok: true; value: unknown } | { ok: false; error: string };
 
 function parseJson(s: string): JsonPiece {
+  if (jsonTextTooDeep(s)) return { ok: false, error: tooDeepMessage("this JSON") };
   try {
     return { ok: true, value: JSON.parse(s) };
   } catch (e) {
@@ -284,6 +288,8 @@ export function parseAssistantText(text: string, step: number): ParsedAction {
  */
 export function parseAction(action: unknown, step: number): ParsedAction {
   if (typeof action === "string") return parseAssistantText(action, step);
+  // EnvRuntime refuses such an action before it reaches an engine; an Episode driven directly gets this
+  if (valueShape(action, Number.MAX_SAFE_INTEGER, MAX_ACTION_DEPTH).tooDeep) return invalid(tooDeepMessage("the action"));
   if (Array.isArray(action)) return fromCallList(action, step);
   if (!isRecord(action)) return invalid("an action is a tool call, a list of tool calls, an assistant message or text");
   if ("tool_calls" in action || "role" in action || ("content" in action && callName(callBody(action)) === undefined)) {

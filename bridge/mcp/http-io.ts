@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { asClientAbort } from "./http-timeouts.js";
 import { McpHttpError } from "./mcp-error.js";
 
 /** Reads a request body up to `max` bytes; a larger one is refused before it is parsed. */
@@ -11,10 +12,14 @@ export async function readBody(req: IncomingMessage, max: number): Promise<Buffe
   if (declared > max) throw await tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > max) throw await tooLarge();
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > max) throw await tooLarge();
+      chunks.push(chunk);
+    }
+  } catch (e) {
+    throw asClientAbort(e, req);
   }
   return Buffer.concat(chunks);
 }

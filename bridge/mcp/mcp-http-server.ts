@@ -1,3 +1,4 @@
+import { ClientAborted, timeoutOptions } from "./http-timeouts.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -98,7 +99,9 @@ export class McpHttpServer {
     this.guard = new RequestGuard({ host: options.host ?? "127.0.0.1", token: options.token ?? null, allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
     this.controlToken = options.controlToken || randomBytes(24).toString("base64url");
     this.gate = new InFlightGate(this.limits.maxInFlight);
-    this.http = createServer((req, res) => {
+    // explicit, documented bounds on how long a request may take to arrive (see http-timeouts.ts);
+    // the headers' bound stays above keepAliveTimeout (below)
+    this.http = createServer(timeoutOptions(this.limits.requestTimeoutMs, KEEP_ALIVE_MS + 5_000), (req, res) => {
       this.handle(req, res).catch((e: unknown) => {
         // a reply that could not be written (the peer went away): nothing to answer
         this.options.logger.debug({ err: e }, "reply failed");
@@ -109,7 +112,6 @@ export class McpHttpServer {
     // ("other side closed" on a POST, which clients do not retry); a busy client with hundreds of
     // sessions loses that race. Clients time out first when the server waits longer.
     this.http.keepAliveTimeout = KEEP_ALIVE_MS;
-    this.http.headersTimeout = KEEP_ALIVE_MS + 5_000;
   }
 
   /** Binds and serves; resolves with the MCP endpoint's URL. */
@@ -152,6 +154,11 @@ export class McpHttpServer {
       if (path === "/healthz") return sendJson(res, 200, { ok: !this.stopping });
       throw new McpHttpError("not_found", `nothing at ${path}; MCP is at ${MCP_PATH}, the trainer's routes under /control/`);
     } catch (e) {
+      if (e instanceof ClientAborted) {
+        // the client went away mid-upload: its business, nothing to answer, not an error of ours
+        this.options.logger.info({ path }, "client aborted the request");
+        return void res.destroy();
+      }
       const { code, message } = typedError(e);
       if (code === "internal_error") this.options.logger.error({ err: e, path }, "request failed");
       if (REFUSALS.has(code)) this.counters.refused++;

@@ -3,6 +3,7 @@ import { crc32 } from "node:zlib";
 import { z } from "zod";
 import type { PatchOp } from "../state/json-patch.js";
 import type { EpisodeError, Observation, RewardInfo, EndReason } from "../episode/episode.js";
+import { jsonTextTooDeep } from "../episode/action-limits.js";
 import { TRAJECTORY_FORMAT } from "./trajectory-writer.js";
 
 export interface EpisodeStartRecord {
@@ -97,8 +98,18 @@ export class TrajectoryFormatError extends Error {
   }
 }
 
-// Only what the reader, replay, the page and the SFT export rely on is checked; extra fields pass.
+/**
+ * Nesting a record may have. A file is untrusted input (another tool's, a hand edit, a crafted
+ * one): a value nested 100,000 deep would overflow the stack of whatever renders or re-encodes it
+ * (the page, replay, export), so such a line is skipped, naming its line, before it is parsed.
+ * Recorded actions nest at most 64 (max_action_depth) inside a few levels of record.
+ */
+export const MAX_RECORD_DEPTH = 256;
+
+// Every field the reader, replay, the page and the SFT export use is checked, field by field, so a
+// mistyped one skips its record (with the line and field) instead of failing the page; extra fields pass.
 const observation = z.looseObject({ role: z.string(), content: z.string() });
+const check = z.looseObject({ passed: z.boolean(), description: z.string().optional(), error: z.string().optional() });
 const stepFields = {
   step: z.number().int(),
   observation,
@@ -107,15 +118,19 @@ const stepFields = {
   truncated: z.boolean(),
   state_hash: z.string(),
   diff: z.array(z.unknown()),
-  tool_calls: z.array(z.looseObject({ name: z.string() })),
+  tool_calls: z.array(z.looseObject({ id: z.string().optional(), name: z.string(), arguments: z.record(z.string(), z.unknown()).optional(), error: z.string().optional() })),
+  end_reason: z.string().optional(),
+  reward_info: z.looseObject({ checks: z.array(check), passed: z.number(), total: z.number() }).optional(),
+  error: z.looseObject({ code: z.string(), message: z.string() }).optional(),
 };
 const RECORDS = {
   episode_start: z.looseObject({
     episode_id: z.string(), env_id: z.string(), scenario_id: z.string(), seed: z.number().int(), env_hash: z.string(), scenario_hash: z.string(),
     state_hash: z.string(), observation, introduction: z.string(), rules: z.array(z.string()), tools: z.array(z.unknown()), user_replies: z.array(z.string()),
-    prefix_actions: z.array(z.unknown()).optional(),
+    prefix_actions: z.array(z.unknown()).optional(), time: z.string(),
+    forked_from: z.looseObject({ episode_id: z.string().optional(), snapshot_id: z.string().optional(), step: z.number().int() }).optional(),
   }),
-  step: z.looseObject({ episode_id: z.string(), ...stepFields, user_replies: z.array(z.string()) }),
+  step: z.looseObject({ episode_id: z.string(), ...stepFields, action: z.unknown(), user_replies: z.array(z.string()), ms: z.number().optional() }),
   episode_end: z.looseObject({ episode_id: z.string(), how: z.enum(["terminal", "finish", "closed"]), result: z.looseObject(stepFields).optional() }),
 } as const;
 
@@ -123,6 +138,7 @@ const RECORDS = {
 function parseLine(line: string): { record: Record<string, unknown> } | { reason: string } {
   const m = /^([0-9a-f]{8}) (.*)$/s.exec(line);
   if (!m || crc32(m[2]!) !== parseInt(m[1]!, 16)) return { reason: "checksum mismatch" };
+  if (jsonTextTooDeep(m[2]!, MAX_RECORD_DEPTH)) return { reason: `a value nested deeper than ${MAX_RECORD_DEPTH} levels (MAX_RECORD_DEPTH)` };
   try {
     const r = JSON.parse(m[2]!) as unknown;
     if (r && typeof r === "object" && !Array.isArray(r)) return { record: r as Record<string, unknown> };

@@ -69,9 +69,11 @@ export class TrajectoryWriter {
   private fd: number | null;
   /** Bytes of whole records in the file. */
   private size: number;
+  /** Why the writer failed: in full for the server's log (onUnavailable), and as told to clients (`told`: no path, no system error text). */
   private failure: string | null = null;
+  private failureTold: string | null = null;
   private freeCheckedAt = -Infinity;
-  private lowOnRoom: string | null = null;
+  private lowOnRoom: { reason: string; told: string } | null = null;
   private readonly sizeLimit = fileSizeLimit();
   private readonly policy: RecordFailurePolicy;
   private readonly reserve: number;
@@ -97,6 +99,17 @@ export class TrajectoryWriter {
   unavailableReason(): string | null {
     if (this.failure) return this.failure;
     if (this.fd === null) return "the trajectory writer is closed";
+    return this.room()?.reason ?? null;
+  }
+
+  /** Why records cannot be written now, as a client may be told it (no server path or system error text); null when they can. */
+  private toldReason(): string | null {
+    if (this.failure) return this.failureTold;
+    if (this.fd === null) return "the trajectory writer is closed";
+    return this.room()?.told ?? null;
+  }
+
+  private room(): { reason: string; told: string } | null {
     const now = performance.now();
     if (now - this.freeCheckedAt >= FREE_SPACE_EVERY_MS) {
       this.freeCheckedAt = now;
@@ -115,18 +128,18 @@ export class TrajectoryWriter {
    * record cannot be written and the policy is `refuse`. A no-op under `continue`.
    */
   check(): void {
-    const why = this.unavailableReason();
+    const why = this.unavailableReason() === null ? null : this.toldReason();
     if (why && this.policy === "refuse") throw new RecordingUnavailableError(`recording unavailable: ${why}; the step was not run`);
   }
 
   append(record: object): void {
     if (this.failure || this.fd === null) {
-      if (this.policy === "refuse") throw new RecordingUnavailableError(`recording unavailable: ${this.failure ?? "the trajectory writer is closed"}`);
+      if (this.policy === "refuse") throw new RecordingUnavailableError(`recording unavailable: ${this.failureTold ?? "the trajectory writer is closed"}`);
       this.dropped++;
       return;
     }
     this.writeRecord(record);
-    if (this.failure && this.policy === "refuse") throw new RecordingUnavailableError(`recording unavailable: ${this.failure}`);
+    if (this.failure && this.policy === "refuse") throw new RecordingUnavailableError(`recording unavailable: ${this.failureTold}`);
     if (this.failure) this.dropped++;
     else this.records++;
   }
@@ -150,12 +163,13 @@ export class TrajectoryWriter {
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       const what = err.code ? `${err.code} (${err.message})` : err.message;
-      this.fail(`writing ${this.path} failed after ${done} of ${data.length} bytes of a record: ${what}`);
+      this.fail(`writing ${this.path} failed after ${done} of ${data.length} bytes of a record: ${what}`, `writing the trajectory file failed after ${done} of ${data.length} bytes of a record${err.code ? ` (${err.code})` : ""}; the server's log has the details`);
     }
   }
 
-  private fail(reason: string): void {
+  private fail(reason: string, told: string): void {
     this.failure = reason;
+    this.failureTold = told;
     // cut the torn record off, so the file still ends at a whole record (best effort: the disk is failing)
     try {
       if (this.fd !== null) ftruncateSync(this.fd, this.size);
@@ -165,12 +179,12 @@ export class TrajectoryWriter {
     this.options.onUnavailable?.(reason);
   }
 
-  private roomProblem(): string | null {
-    if (this.size + this.reserve > this.sizeLimit) return `${this.path} is within ${this.reserve} bytes of the process's file-size limit (${this.sizeLimit} bytes)`;
+  private roomProblem(): { reason: string; told: string } | null {
+    if (this.size + this.reserve > this.sizeLimit) return { reason: `${this.path} is within ${this.reserve} bytes of the process's file-size limit (${this.sizeLimit} bytes)`, told: `the trajectory file is within ${this.reserve} bytes of the process's file-size limit` };
     try {
       const s = statfsSync(dirname(this.path));
       const free = s.bavail * s.bsize;
-      if (free < this.reserve) return `only ${free} bytes are free on the file system of ${this.path} (at least ${this.reserve} are kept in reserve)`;
+      if (free < this.reserve) return { reason: `only ${free} bytes are free on the file system of ${this.path} (at least ${this.reserve} are kept in reserve)`, told: `only ${free} bytes are free on the file system of the trajectory file (at least ${this.reserve} are kept in reserve)` };
     } catch {
       /* statfs unsupported here: rely on write errors */
     }

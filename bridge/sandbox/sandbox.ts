@@ -67,6 +67,13 @@ const FRESH_PER_CAP = 4;
 const RECYCLED_PER_CAP = 1024;
 /** An instance whose memory grew past this is not recycled (wasm memory never shrinks). */
 const RECYCLE_MAX_BYTES = 64 << 20;
+/**
+ * Memory all recycled instances of one cap may hold in one thread: what closed episodes leave
+ * behind is kept for reuse only up to this, the rest is given back (issue 32: instances that had
+ * grown were kept by the thousand). Instances put aside by a sandbox going to sleep are not counted
+ * here (their sandbox takes them back when it wakes; MAX_LIVE bounds them).
+ */
+export const RECYCLED_MAX_TOTAL_BYTES = 256 << 20;
 
 interface InstancePool {
   fresh: BlankInstance[];
@@ -143,7 +150,14 @@ function withInstance<T>(cap: number, fresh: boolean, use: (inst: BlankInstance)
 
 function recycle(inst: BlankInstance, always = false): void {
   const pool = poolFor(inst.maxBytes);
-  if (always || (pool.recycled.length < RECYCLED_PER_CAP && inst.memory.buffer.byteLength <= RECYCLE_MAX_BYTES)) pool.recycled.push(inst);
+  const size = inst.memory.buffer.byteLength;
+  if (always || (pool.recycled.length < RECYCLED_PER_CAP && size <= RECYCLE_MAX_BYTES && recycledBytes(pool) + size <= RECYCLED_MAX_TOTAL_BYTES)) pool.recycled.push(inst);
+}
+
+function recycledBytes(pool: InstancePool): number {
+  let n = 0;
+  for (const inst of pool.recycled) n += inst.memory.buffer.byteLength;
+  return n;
 }
 
 // ---- dormant sandboxes: at most MAX_LIVE hold a wasm instance, the others are images ----
@@ -178,14 +192,16 @@ function makeRoom(cap: number): void {
 const sleeps = { captured: 0, recipe: 0 };
 
 /** Instances held for reuse in this thread, and how sandboxes slept (for stats and tests). */
-export function pooledInstances(): { fresh: number; recycled: number; live: number; instantiated: number; sleeps: { captured: number; recipe: number } } {
+export function pooledInstances(): { fresh: number; recycled: number; recycled_bytes: number; live: number; instantiated: number; sleeps: { captured: number; recipe: number } } {
   let fresh = 0;
   let recycled = 0;
+  let bytes = 0;
   for (const p of pools.values()) {
     fresh += p.fresh.length;
     recycled += p.recycled.length;
+    bytes += recycledBytes(p);
   }
-  return { fresh, recycled, live: live.size, instantiated, sleeps: { ...sleeps } };
+  return { fresh, recycled, recycled_bytes: bytes, live: live.size, instantiated, sleeps: { ...sleeps } };
 }
 
 /** An image and the ops run on it since it was restored (see Sandbox.recipe). */

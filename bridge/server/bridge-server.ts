@@ -6,6 +6,7 @@ import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error
 import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody } from "../../protocol/messages.js";
 import { compactStep } from "../../protocol/step-wire.js";
 import { EnvRuntime, RuntimeError, type ForkResult } from "../engine/env-runtime.js";
+import { RetryMemory } from "./retry-memory.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
 
@@ -67,12 +68,8 @@ export class BridgeServer {
   private idle: (() => void) | null = null;
   private stopping = false;
   private readonly counters = { requests: 0, errors: 0, retries: 0 };
-  /**
-   * Recent requests that change something, by (connection identity, request id): a request sent
-   * again with the same id (a client retrying after a timeout) gets the first one's reply, awaited
-   * if it is still running, and never runs twice. Bounded in count and age.
-   */
-  private readonly recent = new Map<string, { op: string; at: number; reply: Promise<Result> }>();
+  /** Recent replies by (connection identity, request id), for retries: bounded in count, age and bytes (see RetryMemory). */
+  private readonly recent = new RetryMemory<Result>();
   endpoint = "";
 
   constructor(private readonly options: BridgeServerOptions) {
@@ -170,7 +167,7 @@ export class BridgeServer {
 
     this.inFlight++;
     let settle!: (message: Result) => void;
-    if (key !== null) this.remember(key, parsed.data.op, new Promise<Result>((r) => (settle = r)));
+    if (key !== null) this.recent.remember(key, parsed.data.op, sessionOf(parsed.data), new Promise<Result>((r) => (settle = r)));
     let message: Result;
     try {
       const result = await this.handle(parsed.data, identity.toString("hex"));
@@ -186,16 +183,6 @@ export class BridgeServer {
     }
     settle?.(message);
     reply(message);
-  }
-
-  private remember(key: string, op: string, reply: Promise<Result>): void {
-    const now = Date.now();
-    this.recent.set(key, { op, at: now, reply });
-    // oldest first (insertion order): drop what is too old or beyond the count
-    for (const [k, v] of this.recent) {
-      if (this.recent.size <= RETRY_MEMORY && now - v.at < RETRY_MEMORY_MS) break;
-      this.recent.delete(k);
-    }
   }
 
   private async handle(req: Request, client: string): Promise<Result> {
@@ -424,6 +411,7 @@ export class BridgeServer {
 
   private async closeSession(id: string, why: string): Promise<void> {
     const s = this.sessions.remove(id, why);
+    this.recent.forgetSession(id);
     if (s?.episodeId) {
       const ep = s.episodeId;
       s.episodeId = null;
@@ -480,9 +468,12 @@ export const FEATURES = ["reset_finish_previous", "null_action"] as const;
 const RETRIED_OPS = new Set(["reset", "step", "step_batch", "finish", "close", "snapshot", "fork", "restore", "drop_snapshot", "import_snapshot"]);
 /** Room left in a frame around a snapshot blob for the request or reply envelope. */
 const BLOB_ENVELOPE_BYTES = 4096;
-/** How many recent replies a replica keeps for retries, and for how long. */
-const RETRY_MEMORY = 4096;
-const RETRY_MEMORY_MS = 5 * 60_000;
+
+/** The session a request is about, when it names one (its retry replies are dropped when it closes). */
+function sessionOf(req: Request): string | null {
+  const sid = (req as { session_id?: unknown }).session_id;
+  return typeof sid === "string" ? sid : null;
+}
 
 function needEpisode(s: Session): string {
   if (!s.episodeId) throw new ProtocolError("episode_done", `session ${s.id} has no episode (its last reset failed); reset it`);

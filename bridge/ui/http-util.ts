@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { asClientAbort } from "../mcp/http-timeouts.js";
 
 /** An error the API answers with `{error: {code, message}}`; `code` is a protocol error code where one fits. */
 export class ApiError extends Error {
@@ -42,10 +43,14 @@ export async function readJsonBody(req: IncomingMessage): Promise<Record<string,
   if (!/^application\/json\b/.test(type)) throw new ApiError(415, "bad_request", "send the body as application/json");
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new ApiError(413, "request_too_large", `the request body is over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) throw new ApiError(413, "request_too_large", `the request body is over ${MAX_BODY_BYTES} bytes`);
+      chunks.push(chunk);
+    }
+  } catch (e) {
+    throw e instanceof ApiError ? e : asClientAbort(e, req);
   }
   const text = Buffer.concat(chunks).toString("utf8");
   let body: unknown;

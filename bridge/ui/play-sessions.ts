@@ -111,8 +111,13 @@ export class PlaySessions {
 
   private admit(): void {
     const max = this.options.maxEpisodes ?? 32;
-    if (this.live.size >= max) throw new ApiError(429, "too_many_episodes", `${this.live.size} episodes are open (the limit is ${max}); close one first`);
+    // episodes being started count: concurrent starts must not all pass a check none has counted yet
+    const open = this.live.size + this.starting;
+    if (open >= max) throw new ApiError(429, "too_many_episodes", `${open} episodes are open or starting (the limit is ${max}); close one first`);
   }
+
+  /** Episodes whose start is under way (admitted, not yet in `live`). */
+  private starting = 0;
 
   /** Throws what start() would refuse before running anything: an unknown scenario, too many episodes. */
   checkStart(scenarioId: string): void {
@@ -124,10 +129,13 @@ export class PlaySessions {
     this.checkStart(scenarioId);
     const found = this.rt.registry.scenario(scenarioId)!;
     let r: ResetResult;
+    this.starting++;
     try {
       r = await this.rt.reset(scenarioId, seed);
     } catch (e) {
       throw asApiError(e);
+    } finally {
+      this.starting--;
     }
     const l: Live = { page, scenarioId, mode: found.scenario.mode, lastUsed: Date.now(), ended: false, step: 0, history: [], agent: null };
     this.live.set(r.episode_id, l);

@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { CHART_CSS, reportCharts } from "../../agent/report-charts.js";
 import { episodePage } from "../record/episode-page.js";
 import type { ReplayResult } from "../record/replay.js";
 import { episodeReward, filterProblem, toChat, type SftRecord } from "../record/sft-export.js";
-import { readTrajectories, type RecordedEpisode, type TrajectoryFile } from "../record/trajectory-reader.js";
+import { readTrajectories, TrajectoryFormatError, type RecordedEpisode, type TrajectoryFile } from "../record/trajectory-reader.js";
 import { ApiError } from "./http-util.js";
 import { replayIsolated } from "./replay-isolated.js";
 
@@ -41,6 +41,8 @@ const MAX_DEPTH = 4;
 export class TrajectoryLibrary {
   private readonly cache = new Map<string, { key: string; file: TrajectoryFile }>();
   readonly root: string;
+  /** Files the listing could not use (a symlink out of the folder, a file in another format): reported, never fatal. */
+  private refused: { file: string; line: number; reason: string }[] = [];
 
   constructor(
     root: string,
@@ -52,6 +54,8 @@ export class TrajectoryLibrary {
 
   files(): string[] {
     const out: string[] = [];
+    this.refused = [];
+    const root = this.realRoot();
     const walk = (dir: string, depth: number) => {
       let names: string[];
       try {
@@ -61,7 +65,18 @@ export class TrajectoryLibrary {
       }
       for (const n of names) {
         const p = join(dir, n);
-        const st = statSync(p, { throwIfNoEntry: false });
+        // a symlink is followed only when it stays inside the folder (names cannot leave it, docs/ui.md)
+        let real: string;
+        try {
+          real = realpathSync(p);
+        } catch {
+          continue; // a dangling link
+        }
+        if (root === null || !real.startsWith(root + sep)) {
+          if (n.endsWith(".jsonl")) this.refused.push({ file: relative(this.root, p), line: 0, reason: "a link to a file outside the trajectories folder: not read" });
+          continue;
+        }
+        const st = statSync(real, { throwIfNoEntry: false });
         if (st?.isDirectory() && depth < MAX_DEPTH) walk(p, depth + 1);
         else if (st?.isFile() && n.endsWith(".jsonl")) out.push(relative(this.root, p));
       }
@@ -70,11 +85,23 @@ export class TrajectoryLibrary {
     return out;
   }
 
+  private realRoot(): string | null {
+    try {
+      return realpathSync(this.root);
+    } catch {
+      return null;
+    }
+  }
+
+  /** The file a request names, resolved with realpath: refused unless it is a .jsonl file inside the folder. */
   private path(file: string): string {
     const p = resolve(this.root, file);
     if (!p.startsWith(this.root + sep) || !p.endsWith(".jsonl")) throw new ApiError(400, "bad_request", `${file} is not a .jsonl file inside the trajectories folder`);
     if (!existsSync(p)) throw new ApiError(404, "not_found", `no trajectory file ${file}`);
-    return p;
+    const root = this.realRoot();
+    const real = realpathSync(p);
+    if (root === null || !real.startsWith(root + sep) || !statSync(real).isFile()) throw new ApiError(400, "bad_request", `${file} leads outside the trajectories folder (a symlink) or is not a file`);
+    return real;
   }
 
   read(file: string): TrajectoryFile {
@@ -83,7 +110,14 @@ export class TrajectoryLibrary {
     const key = `${st.mtimeMs}:${st.size}`;
     const hit = this.cache.get(p);
     if (hit?.key === key) return hit.file;
-    const t = readTrajectories(p);
+    let t: TrajectoryFile;
+    try {
+      t = readTrajectories(p);
+    } catch (e) {
+      // another format, a newer one, an empty file: the file's problem, told by its name (relative), never the server's path
+      const why = e instanceof TrajectoryFormatError ? e.message.split(p).join(file) : "it could not be read";
+      throw new ApiError(422, "bad_trajectory_file", why);
+    }
     this.cache.set(p, { key, file: t });
     return t;
   }
@@ -92,10 +126,18 @@ export class TrajectoryLibrary {
     const episodes: EpisodeSummary[] = [];
     const skipped: { file: string; line: number; reason: string }[] = [];
     for (const file of this.files()) {
-      const t = this.read(file);
+      let t: TrajectoryFile;
+      try {
+        t = this.read(file);
+      } catch (e) {
+        // one bad file is reported and skipped; it never fails the listing
+        skipped.push({ file, line: 0, reason: e instanceof Error ? e.message : String(e) });
+        continue;
+      }
       skipped.push(...t.skipped.map((s) => ({ file, ...s })));
       for (const e of t.episodes) episodes.push(summary(file, e));
     }
+    skipped.push(...this.refused);
     return { episodes: episodes.filter((e) => matches(e, filter)), skipped };
   }
 

@@ -1,3 +1,4 @@
+import { ClientAborted, timeoutOptions } from "../mcp/http-timeouts.js";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -48,6 +49,9 @@ type Handler = (req: IncomingMessage, url: URL, res: ServerResponse) => unknown;
  * every page's episodes; assets are files next to this module, nothing is fetched from elsewhere.
  * Owns the runtime, the play sessions and the HTTP server; close() releases all three.
  */
+/** How long a whole request may take to arrive (see http-timeouts.ts). @unit ms */
+export const UI_REQUEST_TIMEOUT_MS = 60_000;
+
 export class UiServer {
   readonly token: string | null;
   readonly loopback: boolean;
@@ -98,7 +102,8 @@ export class UiServer {
   }
 
   private listen(): Promise<void> {
-    const server = createServer((req, res) => void this.handle(req, res));
+    // a whole request must arrive within 60 s (headers within 20 s): set explicitly, not Node's 300 s (docs/ui.md)
+    const server = createServer(timeoutOptions(UI_REQUEST_TIMEOUT_MS, 20_000), (req, res) => void this.handle(req, res));
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once("error", reject);
@@ -131,6 +136,8 @@ export class UiServer {
       if (req.method === "GET") return this.serveAsset(url.pathname, res);
       throw new ApiError(404, "not_found", `no route ${req.method} ${url.pathname}`);
     } catch (e) {
+      // the client went away mid-upload: nothing to answer, and no bug of ours
+      if (e instanceof ClientAborted) return void res.destroy();
       if (res.headersSent) return void res.end();
       if (e instanceof ApiError) return sendError(res, e);
       // anything else is a bug of ours, not of the env or the request
