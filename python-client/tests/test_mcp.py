@@ -368,7 +368,11 @@ def test_idle_sessions_are_reaped_and_their_sandboxes_freed(tmp_path: Path, buil
             async with session(s.url, on("library-1", rollout="sleepy")) as c:
                 await c.call_tool("get_book", {"book_id": "B001"})
                 wait_for(lambda: s.stats()["reaped"] >= 1, 15, what="the idle reaper")
+                # its status is kept after the close (docs/mcp.md), naming who closed it; what needs
+                # the episode is refused
                 status, body = s.control("GET", "/sessions/sleepy")
+                assert status == 200 and body["connected"] is False and body["ended"] is False and "idle reaper" in body["closed"], body
+                status, body = s.control("GET", "/sessions/sleepy/state")
                 assert status == 404 and body["error"]["code"] == "session_closed"
                 assert "idle reaper" in body["error"]["message"]
                 assert s.stats()["runtime"]["episodes"] == 0
