@@ -691,10 +691,7 @@ export class EnvRuntime {
     let from: ForkResult["forked_from"];
     let opening: Opening | undefined;
     if ("snapshot_id" in source) {
-      const snap = this.snapshots.get(source.snapshot_id);
-      if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
-      if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
-      if (snap.imported) snap.imported.lastUsed = Date.now();
+      const snap = this.usableSnapshot(source.snapshot_id);
       ({ engine } = snap);
       inputs = structuredClone(snap.inputs);
       opening = snap.opening;
@@ -732,10 +729,8 @@ export class EnvRuntime {
 
   /** Puts the episode back to a snapshot's point (any snapshot of this runtime): the same as closing it and forking the snapshot under its id. */
   async restoreSnapshot(episodeId: string, snapshotId: string): Promise<ForkResult> {
-    const snap = this.snapshots.get(snapshotId);
-    if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
     // checked before the episode is closed: a snapshot lost with its worker must not take the episode with it
-    if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
+    this.usableSnapshot(snapshotId);
     const rec = this.episode(episodeId);
     // the episode's own snapshots outlive this (a restore is how one goes back to them)
     const kept = rec.snapshots;
@@ -764,10 +759,7 @@ export class EnvRuntime {
     let body: RequestBody;
     let opening: Opening | undefined;
     if ("snapshot_id" in source) {
-      const snap = this.snapshots.get(source.snapshot_id);
-      if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or its episode closed)`);
-      if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${source.snapshot_id} was lost with its engine worker`);
-      if (snap.imported) snap.imported.lastUsed = Date.now();
+      const snap = this.usableSnapshot(source.snapshot_id);
       rec = snap.owner;
       opening = snap.opening;
       body = { op: "export_snapshot", episode: snap.owner.id, snapshot: snap.id };
@@ -835,6 +827,15 @@ export class EnvRuntime {
   }
 
   /** Whether the snapshot's image still exists: its engine worker was not stopped (nor is being stopped). */
+  /** A snapshot that can be forked, restored or exported (an imported one counts as used now), or unknown_snapshot saying why not. */
+  private usableSnapshot(snapshotId: string): SnapshotRecord {
+    const snap = this.snapshots.get(snapshotId);
+    if (!snap) throw new RuntimeError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or its episode closed)`);
+    if (!this.held(snap)) throw new RuntimeError("unknown_snapshot", `snapshot ${snapshotId} was lost with its engine worker`);
+    if (snap.imported) snap.imported.lastUsed = Date.now();
+    return snap;
+  }
+
   private held(snap: SnapshotRecord): boolean {
     return !snap.lost && snap.engine === snap.owner.engine && !snap.owner.dead && !snap.engine.stopping;
   }
