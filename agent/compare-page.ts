@@ -51,6 +51,8 @@ export function comparePage(runs: ComparedRun[]): string {
       .join("")}</tr>`;
   const totals = [
     `<tr><td>episodes</td>${runs.map((r) => `<td class="n">${r.results.episodes.length}/${r.results.planned}</td>`).join("")}</tr>`,
+    // cut short by the model endpoint or the bridge: not scores of the model (the run exits 3 and plays them again)
+    `<tr><td>cut short by an endpoint or bridge error</td>${runs.map((r) => `<td class="n">${r.results.episodes.filter((e) => e.failures.some((f) => f === "endpoint_error" || f === "bridge_error")).length}</td>`).join("")}</tr>`,
     metric("mean reward", (r) => r.totals.mean_reward, false),
     metric("success rate", (r) => r.totals.success_rate, true),
     ...ks.map((k) => metric(`pass^${k}`, (r) => r.totals.pass_hat_k[k], true)),

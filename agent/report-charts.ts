@@ -282,7 +282,7 @@ function endReasons(runs: ChartRun[]): string {
     runs.forEach((r, i) => {
       const c = r.episodes.filter((e) => e.end === k).length;
       const share = r.episodes.length ? c / r.episodes.length : 0;
-      if (c) parts.push(`<rect x="${left}" y="${y + 2}" width="${(share * plotW).toFixed(1)}" height="${rowH - 4}" fill="url(#ch-end-s${i})" stroke="${INK[i % 4]}"><title>${esc(`${r.label}: ${c} episodes (${pct(share)}) ended by ${endLabel(k)}`)}</title></rect>`);
+      if (c) parts.push(`<rect x="${left}" y="${y + 2}" width="${(share * plotW).toFixed(1)}" height="${rowH - 4}" fill="url(#ch-end-s${i})" stroke="${INK[i % 4]}"><title>${esc(`${r.label}: ${c} episodes (${pct(share)}): ${endLabel(k)}`)}</title></rect>`);
       parts.push(`<text x="${left + share * plotW + 6}" y="${y + 13}" font-size="11.5">${runs.length > 1 ? `${String.fromCharCode(65 + i)}: ` : ""}${c} (${pct(share)})</text>`);
       y += rowH;
     });

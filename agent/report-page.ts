@@ -36,14 +36,12 @@ export function chartRunOf(r: RolloutResults, label: string): ChartRun {
   return {
     label,
     passHatK: r.totals.pass_hat_k,
-    episodes: r.episodes.map((e) => ({
-      env_id: e.env_id,
-      scenario_id: e.scenario_id,
-      reward: e.reward,
-      success: e.success,
-      steps: e.steps,
-      end: e.end_reason ?? e.failures.find((f) => f === "endpoint_error" || f === "bridge_error") ?? "open",
-    })),
+    episodes: r.episodes.map((e) => {
+      // an episode the model endpoint or the bridge cut short is shown as that, never as a score:
+      // the rollout finished it (end_reason "client") only to close it, and will play it again
+      const cut = e.failures.find((f) => f === "endpoint_error" || f === "bridge_error");
+      return { env_id: e.env_id, scenario_id: e.scenario_id, reward: cut ? null : e.reward, success: e.success, steps: e.steps, end: cut ?? e.end_reason ?? "open" };
+    }),
   };
 }
 
