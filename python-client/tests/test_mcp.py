@@ -484,8 +484,11 @@ def test_a_fork_plays_on_exactly_as_its_source(server: McpServer) -> None:
                 score_b = server.control("POST", "/sessions/fork-copy/finish")[1]
                 assert score_a["reward"] == score_b["reward"] == 1.0
                 assert (score_a["state_hash"], score_a["steps"], score_a["reward_info"]) == (score_b["state_hash"], score_b["steps"], score_b["reward_info"])
-            # the fork was its own session: closing it left the source alone
-            assert server.control("GET", "/sessions/fork-copy")[1]["error"]["code"] == "session_closed"
+            # the fork was its own session: closing it left the source alone (the closed fork's
+            # status and score are kept after the close; its episode is gone)
+            status, copy = server.control("GET", "/sessions/fork-copy")
+            assert status == 200 and copy["connected"] is False and copy["closed"], copy
+            assert server.control("GET", "/sessions/fork-copy/state")[1]["error"]["code"] == "session_closed"
             assert server.control("GET", "/sessions/fork-src")[0] == 200
 
     asyncio.run(main())
@@ -617,8 +620,12 @@ def test_snapshot_and_fork_limits_are_typed_errors(tmp_path: Path, built_bridge:
             # a fork nobody connects to is reaped like an idle session, freeing its sandbox
             async with session(s.url, on("library-1", rollout="orphan-src")):
                 orphan = s.control("POST", "/sessions/orphan-src/fork")[1]
-                wait_for(lambda: s.control("GET", f"/sessions/{orphan['session_id']}")[0] == 404, 20, what="the reaper to close the unclaimed fork")
-                body = s.control("GET", f"/sessions/{orphan['session_id']}")[1]
+                # closed: its status is kept after the close, naming why; its episode is gone (polled by
+                # status, which is not a request of the session: /state would keep it from going idle)
+                wait_for(lambda: "closed" in s.control("GET", f"/sessions/{orphan['session_id']}")[1], 20, what="the reaper to close the unclaimed fork")
+                status, kept = s.control("GET", f"/sessions/{orphan['session_id']}")
+                assert status == 200 and kept["connected"] is False and "no client connected" in kept["closed"], kept
+                body = s.control("GET", f"/sessions/{orphan['session_id']}/state")[1]
                 assert body["error"]["code"] == "session_closed" and "no client connected" in body["error"]["message"]
                 st = s.stats()
                 assert st["forks_waiting"] == 0 and st["runtime"]["episodes"] == st["sessions"] <= 1
