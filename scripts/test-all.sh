@@ -34,6 +34,7 @@ if [ -f python-client/pyproject.toml ]; then
   [ -x .venv-train/bin/python ] || python3 -m venv .venv-train
   .venv-train/bin/pip install -q -e "python-client[train]"
   .venv-train/bin/pip install -q --no-deps "openrlhf==0.11.2" "pylatexenc==2.10"
+  .venv-train/bin/pip install -q aiohttp  # openrlhf's agent module imports it (its other deps are GPU installs)
   installed=$(date +%s)
   HF_HUB_OFFLINE=1 .venv-train/bin/python -m pytest -q python-client/tests -m trainers
   echo "trainer suite: install $((installed - started)) s, tests $(($(date +%s) - installed)) s"
