@@ -18,7 +18,7 @@ from .episode_logic import LOST_SESSION, Episode, StepTuple, check_mode, check_s
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
 from .protocol import BridgeError, BridgeTimeout, SessionLost, ShuttingDown
 from .reachability import BridgeNotRunning, check_reachable
-from .transcript import Transcript
+from .transcript import Transcript, snapshot_transcript
 
 __all__ = ["AsyncEnvScalerEnv"]
 
@@ -156,7 +156,7 @@ class AsyncEnvScalerEnv:
         self.episode.episode_id = info.get("episode_id")
         self.episode.scenario_id = info.get("scenario_id")
         self.episode.live = True
-        self.transcript = self._snapshot_transcript(snapshot_id, info)
+        self.transcript = snapshot_transcript(self._snapshot_transcripts, snapshot_id, info)
         return info
 
     async def fork(self, snapshot_id: str | None = None, *, client: AsyncBridgeClient | None = None) -> AsyncEnvScalerEnv:
@@ -184,14 +184,8 @@ class AsyncEnvScalerEnv:
                 await client.drop_snapshot(held)
             child = AsyncEnvScalerEnv(client=client, scenario_ids=self._scenario_ids)
         child.episode.started(str(result["session_id"]), result["info"])
-        child.transcript = self._snapshot_transcript(snapshot_id, result["info"]) if snapshot_id is not None else self.transcript.copy()
+        child.transcript = snapshot_transcript(self._snapshot_transcripts, snapshot_id, result["info"]) if snapshot_id is not None else self.transcript.copy()
         return child
-
-    def _snapshot_transcript(self, snapshot_id: str, info: dict[str, Any]) -> Transcript:
-        """The conversation up to a snapshot this env took; for one it did not take, an empty
-        transcript holding the fork's info (the messages before it are not known here)."""
-        known = self._snapshot_transcripts.get(snapshot_id)
-        return known.copy() if known is not None else Transcript(info=dict(info), prefix=[], steps_before=int(info.get("step") or 0))
 
     async def drop_snapshot(self, snapshot_id: str) -> bool:
         self._snapshot_transcripts.pop(snapshot_id, None)

@@ -11,7 +11,7 @@ from .bridge_client import BridgeClient, CurveKeys
 from .episode_logic import Episode, StepTuple, check_mode, check_seed, choose_scenario, close_session_quietly, episode_seed, open_client, plain_action, select_scenarios, step_tuple
 from .protocol import BridgeError
 from .spaces import AgentAction, AnyText
-from .transcript import Transcript
+from .transcript import Transcript, snapshot_transcript
 
 __all__ = ["EnvScalerEnv"]
 
@@ -182,7 +182,7 @@ class EnvScalerEnv(gym.Env[str, Any]):
         self.episode.episode_id = info.get("episode_id")
         self.episode.scenario_id = info.get("scenario_id")
         self.episode.live = True
-        self.transcript = self._snapshot_transcript(snapshot_id, info)
+        self.transcript = snapshot_transcript(self._snapshot_transcripts, snapshot_id, info)
         return info
 
     def fork(self, snapshot_id: str | None = None) -> EnvScalerEnv:
@@ -192,14 +192,8 @@ class EnvScalerEnv(gym.Env[str, Any]):
         result = self.client.fork(snapshot_id=snapshot_id) if snapshot_id is not None else self.client.fork(self.episode.session())
         child = EnvScalerEnv(client=self.client, scenario_ids=self._scenario_ids)
         child.episode.started(str(result["session_id"]), result["info"])
-        child.transcript = self._snapshot_transcript(snapshot_id, result["info"]) if snapshot_id is not None else self.transcript.copy()
+        child.transcript = snapshot_transcript(self._snapshot_transcripts, snapshot_id, result["info"]) if snapshot_id is not None else self.transcript.copy()
         return child
-
-    def _snapshot_transcript(self, snapshot_id: str, info: dict[str, Any]) -> Transcript:
-        """The conversation up to a snapshot this env took; for one it did not take, an empty
-        transcript holding the fork's info (the messages before it are not known here)."""
-        known = self._snapshot_transcripts.get(snapshot_id)
-        return known.copy() if known is not None else Transcript(info=dict(info), prefix=[], steps_before=int(info.get("step") or 0))
 
     def drop_snapshot(self, snapshot_id: str) -> bool:
         self._snapshot_transcripts.pop(snapshot_id, None)

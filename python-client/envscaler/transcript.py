@@ -255,6 +255,13 @@ class Transcript:
         return out
 
 
+def snapshot_transcript(known: Mapping[str, Transcript], snapshot_id: str, info: Mapping[str, Any]) -> Transcript:
+    """The conversation up to a snapshot an env took (``known``: its transcripts by snapshot id); for
+    one it did not take, an empty transcript holding the fork's info (earlier messages are not known)."""
+    t = known.get(snapshot_id)
+    return t.copy() if t is not None else Transcript(info=dict(info), prefix=[], steps_before=int(info.get("step") or 0))
+
+
 def slot_info(infos: Mapping[str, Any], i: int) -> dict[str, Any]:
     """Sub-env ``i``'s info out of a vector env's batched info (gymnasium's dict of arrays with ``_key`` masks)."""
     out: dict[str, Any] = {}
