@@ -22,6 +22,7 @@ import { startLatencyFixture } from "./latency-fixture.js";
 import { libraryForBench, OPENENV_CORE, openEnvRows } from "./openenv-peer.js";
 import { rolloutShareRows } from "./rollout-share.js";
 import { forkGroupRows } from "./fork-group.js";
+import { benchPython } from "./bench-venv.js";
 import { fmt, median, type Row, spread, versus } from "./rows.js";
 
 const execFileAsync = promisify(execFile);
@@ -31,18 +32,6 @@ const silent = pino({ level: "silent" });
 
 const rows: Row[] = [];
 const raw: Record<string, unknown> = {};
-
-/**
- * The bench's own venv (bench/.venv): the peer's many dependencies stay out of the test venv. It
- * holds this checkout's Python client (editable), which the peer rows measure next to OpenEnv's.
- */
-function python(): string {
-  const venv = join(ROOT, "bench", ".venv");
-  const py = join(venv, "bin", "python");
-  if (!existsSync(py)) execFileSync("python3", ["-m", "venv", venv], { stdio: "inherit" });
-  execFileSync(py, ["-m", "pip", "install", "-q", "pyzmq", "msgpack", "-e", join(ROOT, "python-client")], { stdio: "inherit" });
-  return py;
-}
 
 /** The peer (OpenEnv) goes into the bench's own venv, pinned; nothing else uses it. Null when it installed; else why not. */
 function installPeer(py: string): string | null {
@@ -368,7 +357,7 @@ async function main(): Promise<void> {
   const only = onlyArg?.split(",");
   const unknown = only?.filter((s) => !(s in SECTIONS));
   if (unknown?.length) throw new Error(`unknown bench section(s) ${unknown.join(", ")}: choose from ${Object.keys(SECTIONS).join(", ")}`);
-  const py = python();
+  const py = benchPython(ROOT);
   for (const [name, run] of Object.entries(SECTIONS)) if (!only || only.includes(name)) await run(py);
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 1024 ** 3)} GB, Node ${process.version}${quick ? ", quick mode" : ""}`;
   const md = [
