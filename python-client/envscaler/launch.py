@@ -165,10 +165,14 @@ def _record_args(record_dir: str | os.PathLike[str] | None, extra: Sequence[str]
         return []  # the caller chose
     if record_dir is not None:
         return ["--record", "--record-dir", os.path.abspath(os.fspath(record_dir))]
+    return ["--no-record"]
+
+
+def _notice_unrecorded() -> None:
+    """Said once per process, and only once a bridge serves: a bridge that failed to start recorded nothing to speak of."""
     if "unrecorded" not in _NOTICES_GIVEN:
         _NOTICES_GIVEN.add("unrecorded")
         print("envscaler.launch: episodes are not recorded (pass record_dir= to keep trajectories)", file=sys.stderr)
-    return ["--no-record"]
 
 
 @contextlib.contextmanager
@@ -219,7 +223,8 @@ def launch(
         args.append("--curve")
     if warm_sessions:
         args += ["--warm-sessions", str(int(warm_sessions))]
-    args += _record_args(record_dir, [str(a) for a in extra_args])
+    record_args = _record_args(record_dir, [str(a) for a in extra_args])
+    args += record_args
     args += [str(a) for a in extra_args]
 
     log = open(log_path, "wb")  # noqa: SIM115 (it outlives this block: the bridge writes it until _stop below)
@@ -238,6 +243,8 @@ def launch(
             # the CLI's own one-line reason (an unknown env id, a missing folder) leads the message
             reason = next((line for line in reversed(tail.splitlines()) if line.startswith("envscaler: ")), None)
             head = f"{reason}\n" if reason else ""
+            # the reason is said once, at the head, not again in the tail
+            tail = "\n".join(line for line in tail.splitlines() if line != reason)
             raise RuntimeError(f"{head}the bridge did not start ({why}): {shlex.join(args)}\n--- log tail ---\n{tail}")
 
         info: dict[str, Any] | None = None
@@ -261,6 +268,8 @@ def launch(
                     fail(f"exited with code {process.returncode}")
                 if time.monotonic() > deadline:
                     fail(f"{ep} did not answer hello within {startup_timeout:g} s")
+        if record_args == ["--no-record"]:
+            _notice_unrecorded()
         yield bridge
     finally:
         _stop(process, stop_timeout)

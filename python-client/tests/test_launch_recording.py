@@ -32,7 +32,8 @@ def test_launch_records_nothing_by_default_and_says_so_once(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert err.count("envscaler.launch: episodes are not recorded") == 1 and "record_dir=" in err
     # a second launch in the same process says nothing more
-    assert launch_module._record_args(None, []) == ["--no-record"]
+    with envscaler.launch(envs=[str(NOTES_ENVS)], startup_timeout=60):
+        pass
     assert "not recorded" not in capsys.readouterr().err
     # a choice in extra_args is the caller's
     assert launch_module._record_args(None, ["--record-dir", "x"]) == []
@@ -44,3 +45,16 @@ def test_launch_records_into_record_dir(tmp_path):
         _play_one(b)
     files = list(out.rglob("*.jsonl"))
     assert files and any('"episode_end"' in f.read_text() for f in files)
+
+
+def test_a_bridge_that_does_not_start_says_why_once_and_nothing_about_recording(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(launch_module, "_NOTICES_GIVEN", set())
+    try:
+        with envscaler.launch(envs="no-such-env-id", startup_timeout=60):
+            raise AssertionError("the bridge should not have started")
+    except RuntimeError as e:
+        text = str(e)
+    reason = text.splitlines()[0]
+    assert reason.startswith("envscaler: ") and "no-such-env-id" in reason
+    assert text.count(reason) == 1  # the reason leads the message and is not repeated in the log tail
+    assert "not recorded" not in capsys.readouterr().err  # nothing served, so nothing to say about recording
