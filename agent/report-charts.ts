@@ -247,15 +247,17 @@ function passHatKChart(runs: ChartRun[]): string {
   const parts: string[] = [];
   for (const t of [0, 0.25, 0.5, 0.75, 1]) parts.push(`<line x1="${left}" y1="${y(t)}" x2="${left + plotW}" y2="${y(t)}" stroke="#d1d5db" stroke-width="${t === 0 ? 1.5 : 0.6}"/><text x="${left - 6}" y="${y(t) + 4}" text-anchor="end">${pct(t)}</text>`);
   for (let k = 1; k <= K; k++) parts.push(`<text x="${x(k)}" y="${top + plotH + 15}" text-anchor="middle" font-size="10.5">${k}</text>`);
+  // where two runs reach the same value at a k, their labels would sit on top of each other: that k gets one label naming both
+  const same = (k: string) => series.length === 2 && series[0]![k] != null && series[1]![k] != null && Math.abs(series[0]![k] - series[1]![k]) < 0.005;
   series.forEach((s, i) => {
-    const pts = Object.entries(s).filter((e): e is [string, number] => e[1] !== null).map(([k, v]) => [x(Number(k)), y(v), v] as const);
+    const pts = Object.entries(s).filter((e): e is [string, number] => e[1] !== null).map(([k, v]) => [x(Number(k)), y(v), v, k] as const);
     if (pts.length > 1) parts.push(`<polyline points="${pts.map(([a, b]) => `${a.toFixed(1)},${b.toFixed(1)}`).join(" ")}" fill="none" stroke="${INK[i % 4]}" stroke-width="2" stroke-dasharray="${DASH[i % 4]}"/>`);
-    for (const [a, b, v] of pts) {
+    for (const [a, b, v, k] of pts) {
       parts.push(marker(i, a, b));
       // labels above for the first run, below for the second, so two runs' labels do not overlap
       // (kept inside the plot: a label below a point at 0% would sit on the k axis, so the second run's goes to its right there)
-      if (pts.length <= 10 && i === 0) parts.push(`<text x="${a.toFixed(1)}" y="${(v > 0.95 ? b + 17 : b - 9).toFixed(1)}" text-anchor="middle" font-size="10.5">${pct(v)}</text>`);
-      else if (pts.length <= 10 && i === 1) parts.push(v > 0.08 ? `<text x="${a.toFixed(1)}" y="${(b + 17).toFixed(1)}" text-anchor="middle" font-size="10.5">${pct(v)}</text>` : `<text x="${(a + 8).toFixed(1)}" y="${(b - 3).toFixed(1)}" font-size="10.5">${pct(v)}</text>`);
+      if (pts.length <= 10 && i === 0) parts.push(`<text x="${a.toFixed(1)}" y="${(v > 0.95 ? b + 17 : b - 9).toFixed(1)}" text-anchor="middle" font-size="10.5">${same(k) ? `A, B: ${pct(v)}` : pct(v)}</text>`);
+      else if (pts.length <= 10 && i === 1 && !same(k)) parts.push(v > 0.08 ? `<text x="${a.toFixed(1)}" y="${(b + 17).toFixed(1)}" text-anchor="middle" font-size="10.5">${pct(v)}</text>` : `<text x="${(a + 8).toFixed(1)}" y="${(b - 3).toFixed(1)}" font-size="10.5">${pct(v)}</text>`);
     }
   });
   parts.push(`<text x="${left + plotW / 2}" y="${h - 26}" text-anchor="middle">k (all of k trials of a scenario succeed)</text>`);

@@ -16,3 +16,13 @@ test("endpoint and bridge errors are their own end reason with no reward; other 
   expect(svg).toContain("model endpoint error");
   expect(svg).not.toContain("finished by the client");
 });
+
+test("pass^k: where both runs have the same value at a k, one label names both (two labels there overlapped)", () => {
+  const run = (label: string, at2: number) => ({ label, episodes: [], passHatK: { "1": 0, "2": at2 } });
+  const svg = reportCharts([run("a", 0.25), run("b", 0.5)]);
+  const passk = svg.slice(svg.indexOf("<svg id=\"ch-passk\""), svg.indexOf("</svg>", svg.indexOf("<svg id=\"ch-passk\"")));
+  expect(passk.match(/>A, B: 0%</g)).toHaveLength(1); // k = 1: both at 0%
+  expect(passk.match(/>0%</g)?.length ?? 0).toBe(1); // and no second "0%" label beside it (the one left is the axis tick)
+  expect(passk).toContain(">25%<"); // k = 2 differs: each run its own label
+  expect(passk).toContain(">50%<");
+});
