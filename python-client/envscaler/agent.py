@@ -236,7 +236,8 @@ async def rollout(
     (scenario, trial) order.
 
     ``start_from``: one or more :class:`~envscaler.fork_point.ForkPoint` instead of scenarios: each
-    is forked ``trials`` times (on the replica holding it) and the agent continues every fork from
+    is forked ``trials`` times (dealt over the replicas of ``endpoints``, starting on the one holding
+    it; it is exported once and imported once on each other) and the agent continues every fork from
     the point's conversation (``Agent.run(env, prefix=...)``); results are in (point, trial) order,
     with ``prefix_messages`` marking where the point's conversation ends.
     """
@@ -252,11 +253,17 @@ async def rollout(
             for p in points:
                 if p.endpoint not in clients:  # a point on a replica outside `endpoints`
                     clients[p.endpoint] = AsyncBridgeClient(p.endpoint, timeout=timeout)
+            targets = [clients[e] for e in eps] or [clients[points[0].endpoint]]
 
-            async def cont(p: ForkPoint) -> EpisodeResult:
+            def placed(p: ForkPoint, t: int) -> AsyncBridgeClient:
+                # a group is dealt over the replicas, starting on the point's own (no import there)
+                order = [clients[p.endpoint], *(c for c in targets if c.endpoint != p.endpoint)]
+                return order[t % len(order)]
+
+            async def cont(p: ForkPoint, t: int) -> EpisodeResult:
                 async with gate:
                     try:
-                        env = await p.open(clients[p.endpoint])
+                        env = await p.open(placed(p, t), source=clients[p.endpoint])
                     except BridgeError as e:
                         sid = str(p.transcript.info.get("scenario_id", ""))
                         return EpisodeResult(scenario_id=sid, seed=p.transcript.info.get("seed"), failures=[{"kind": "bridge_error", "step": 0, "message": str(e)}])
@@ -267,7 +274,18 @@ async def rollout(
                     finally:
                         await env.close()
 
-            return list(await asyncio.gather(*(cont(p) for p in points for _ in range(trials))))
+            used = {(id(p), placed(p, t).endpoint): p for p in points for t in range(trials)}
+            try:
+                # each point exported once and imported once on every other replica its trials go to
+                for (_, ep), p in used.items():
+                    try:
+                        await p.stage(clients[ep], source=clients[p.endpoint])
+                    except BridgeError:
+                        pass  # the trials placed there meet the error again in open() and report it as their failure
+                return list(await asyncio.gather(*(cont(p, t) for p in points for t in range(trials))))
+            finally:
+                for p in points:
+                    await p.release(list(clients.values()))
 
         pool = list(clients.values())
         listed = await pool[0].list_scenarios()

@@ -12,7 +12,7 @@ from envscaler import Agent, AsyncEnvScalerEnv, EnvScalerEnv, EnvScalerVectorEnv
 from envscaler.async_bridge_client import AsyncBridgeClient
 from envscaler.transcript import slot_info, system_prompt
 
-from helpers import BUNDLED_ENVS, NOTES_ENVS, REFERENCE_ACTIONS, REPO, start_bridge
+from helpers import BUNDLED_ENVS, NOTES_ENVS, REFERENCE_ACTIONS, REPO, start_bridge, wait_for
 from user_sim import scripted_user
 
 #: notes-1 in two steps: both reference calls at once (parallel), then the closing reply
@@ -197,7 +197,13 @@ def test_rollout_continues_a_fork_point_with_its_message_prefix(bridge):
         point = fork_point(source)
         assert point.endpoint == bridge.endpoints[1] and point.snapshot_id
         seen: list = []
-        group = asyncio.run(envscaler.rollout(bridge, _continuing(seen), start_from=point, trials=3))
+        with bridge.client(0) as c0:
+            before = c0.stats()["requests"]
+            group = asyncio.run(envscaler.rollout(bridge, _continuing(seen), start_from=point, trials=3))
+            # the group was dealt over both replicas: replica 0 imported the point and played a trial;
+            # the import is dropped afterwards
+            assert c0.stats()["requests"] - before >= 1 + 1 + 2  # import, fork, the trial's steps
+            wait_for(lambda: c0.stats()["snapshots"] == 0, 10, what="the import dropped")
         assert [(r.scenario_id, r.reward, r.steps, r.end_reason, r.failures) for r in group] == [("notes-1", 1.0, 3, "text_reply", [])] * 3
         assert len({r.episode_id for r in group}) == 3 and source.episode_id not in {r.episode_id for r in group}
         for r in group:
@@ -278,3 +284,35 @@ def test_a_transcript_without_a_reset_keeps_the_steps_it_saw_and_copies_are_inde
     assert len(twin.messages()) == 3 and len(tr.messages()) == 2 and twin.ended and not tr.ended
     with pytest.raises(ValueError, match="mode"):
         tr.messages("xml")  # type: ignore[arg-type]
+
+
+def test_a_fork_point_opens_on_another_replica_byte_identically(bridge):
+    with EnvScalerEnv(bridge.endpoints[0]) as source:
+        source.reset(scenario_id="notes-1", seed=9)
+        source.step(REFERENCE_ACTIONS[0])
+        point = fork_point(source)
+
+        async def main():
+            async with AsyncBridgeClient(bridge.endpoints[0]) as here, AsyncBridgeClient(bridge.endpoints[1]) as there:
+                with pytest.raises(ValueError, match="source="):
+                    await point.open(there)  # the point lives on replica 0: exporting it needs a client of replica 0
+                same = await point.open(here)
+                moved = await point.open(there, source=here)  # imported for this fork and dropped after
+                await point.stage(there, source=here)
+                staged = await point.open(there)  # from the staged import: no export or import
+                try:
+                    outs = []
+                    for env in (same, moved, staged):
+                        r = await env.step(REFERENCE_ACTIONS[1])
+                        outs.append((r[0], r[1], r[4]["state_hash"], r[4]["step"], env.messages))
+                    return outs
+                finally:
+                    for env in (same, moved, staged):
+                        await env.close()
+                    await point.release([here, there])
+
+        outs = asyncio.run(main())
+        assert outs[0] == outs[1] == outs[2]
+        with bridge.client(1) as c1:
+            wait_for(lambda: c1.stats()["snapshots"] == 0, 10, what="imports dropped")
+        source.drop_snapshot(point.snapshot_id)
