@@ -154,6 +154,9 @@ class EnvScalerAgentLoop(_Base):  # type: ignore[misc]  # verl's AgentLoopBase w
             )
         finally:
             await env.close()
+        limit = int(self.rollout_config.prompt_length)
+        if len(ep.prompt_ids) > limit:  # verl pads every prompt to this width; cutting the system prompt would train on a prompt the model never saw
+            raise ValueError(f"the prompt of {scenario_id} is {len(ep.prompt_ids)} tokens, over rollout.prompt_length={limit}: raise it (a fork prefix is part of the prompt)")
         extra_fields: dict[str, Any] = {
             "envscaler_scenario_id": scenario_id,
             "envscaler_episode_id": ep.result.episode_id,
