@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trainer_helpers import episode_rewards, records, require, start_train_bridge
+from trainer_helpers import TRAIN_ENVS, episode_rewards, records, require
+
+from helpers import start_bridge
 
 pytestmark = [pytest.mark.trainers, pytest.mark.skipif(os.environ.get("LOCAL_TRAIN") != "1", reason="opt-in: LOCAL_TRAIN=1 (3 GRPO steps on the real 0.5B model, minutes of CPU)")]
 
@@ -61,7 +63,9 @@ def test_three_grpo_steps_on_the_real_model(tmp_path: Any) -> None:
 
     torch.manual_seed(0)
     rec = tmp_path / "trajectories"
-    with start_train_bridge(rec, replicas=2) as bridge:
+    # a step can take longer than the bridge's default idle reaper (600 s) on a loaded CPU: an
+    # episode's session sits unused while the model generates (seen: session_closed after 600 s)
+    with start_bridge(envs=[TRAIN_ENVS], replicas=2, extra=("--record", "--record-dir", str(rec), "--idle-timeout", "7200")) as bridge:
         bridge_client.BridgeClient.request = timed  # type: ignore[method-assign]
         try:
             envs = TRLEnvironments(bridge, envs=["memo-v1"])
