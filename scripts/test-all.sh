@@ -35,7 +35,14 @@ if [ -f python-client/pyproject.toml ]; then
   .venv-train/bin/pip install -q -e "python-client[train]"
   .venv-train/bin/pip install -q --no-deps "openrlhf==0.11.2" "pylatexenc==2.10"
   .venv-train/bin/pip install -q aiohttp  # openrlhf's agent module imports it (its other deps are GPU installs)
+  # verl likewise without its dependencies (vLLM/SGLang, FSDP, Megatron need GPUs; it pins
+  # transformers<5.11, older than the [train] extra's): its agent-loop module needs only these
+  .venv-train/bin/pip install -q --no-deps "verl==0.9.1"
+  .venv-train/bin/pip install -q "ray==2.60.0" "tensordict==0.15.3" "hydra-core==1.3.8" "codetiming==1.4.0" orjson cachetools fastapi uvicorn
+  # verifiers 0.3.1: the newest release with the v0 MultiTurnEnv (0.4.0 ships only its v1 stack)
+  .venv-train/bin/pip install -q "verifiers==0.3.1"
   installed=$(date +%s)
-  HF_HUB_OFFLINE=1 .venv-train/bin/python -m pytest -q python-client/tests -m trainers
+  # a trainer package that failed to install fails its tests here instead of skipping them unnoticed
+  ENVSCALER_TRAINERS_REQUIRED=1 HF_HUB_OFFLINE=1 .venv-train/bin/python -m pytest -q python-client/tests -m trainers
   echo "trainer suite: install $((installed - started)) s, tests $(($(date +%s) - installed)) s"
 fi

@@ -142,13 +142,14 @@ def test_register_roll_through_gem_make(bridge):
 
 
 def test_importing_envscaler_imports_no_trainer():
-    """Each trainer is an optional extra: `import envscaler` (and the TRL adapter, which needs TRL only
-    when a trainer runs it) must not import one, nor torch."""
+    """Each trainer is an optional extra: `import envscaler` (and the TRL adapters, which need TRL only
+    when a trainer runs them, and the token-episode core) must not import one, nor torch."""
     import subprocess
     import sys
 
     code = (
         "import sys, envscaler, envscaler.adapters, envscaler.adapters.trl, envscaler.adapters.bridge_episode\n"
+        "import envscaler.adapters.trl_rollout, envscaler.adapters.token_episode\n"
         "heavy = ('trl', 'torch', 'transformers', 'datasets', 'skyrl_gym', 'openrlhf', 'verifiers', 'verl', 'gem')\n"
         "print(','.join(m for m in heavy if m in sys.modules))"
     )

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 
 mcp = pytest.importorskip("mcp", reason="the MCP tests need the `mcp` package (python-client[test])")
+if not hasattr(mcp, "Client"):  # the trainer venv: verifiers 0.3.1 pins mcp<2, which has no Client
+    pytest.skip("the MCP tests need mcp>=2.3 (python-client[test]); this venv has mcp<2", allow_module_level=True)
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402

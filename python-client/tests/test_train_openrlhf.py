@@ -11,13 +11,13 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from trainer_helpers import KIT, memo_scenarios, sessions, start_train_bridge
+from trainer_helpers import KIT, memo_scenarios, missing_kit, require, sessions, start_train_bridge
 
 from envscaler.adapters.bridge_episode import EpisodeInfrastructureError
 
 pytestmark = pytest.mark.trainers
-pytest.importorskip("torch", reason="the trainer suite needs the [train] extra (torch)")
-agent_mod = pytest.importorskip("openrlhf.utils.agent", reason="install openrlhf==0.11.2 --no-deps (scripts/test-all.sh does) for the OpenRLHF test")
+require("torch", "the trainer suite needs the [train] extra (torch)")
+agent_mod = require("openrlhf.utils.agent", "install openrlhf==0.11.2 --no-deps (scripts/test-all.sh does) for the OpenRLHF test")
 
 from envscaler.adapters import openrlhf_agent  # noqa: E402
 from envscaler.adapters.openrlhf_agent import AgentExecutor, AgentInstance, chatml_feedback, openrlhf_rows  # noqa: E402
@@ -40,7 +40,7 @@ def endpoints(bridge, monkeypatch):
 @pytest.fixture(scope="module")
 def tokenizer():
     if not (KIT / "tokenizer-qwen2.5").is_dir():
-        pytest.skip(f"hf-model kit not found at {KIT} (../shared is absent)")
+        missing_kit()
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(KIT / "tokenizer-qwen2.5"))

@@ -7,12 +7,12 @@ import gc
 import json
 
 import pytest
-from trainer_helpers import memo_scenarios, sessions, start_train_bridge
+from trainer_helpers import memo_scenarios, require, sessions, start_train_bridge
 
 from envscaler.adapters.bridge_episode import EpisodeInfrastructureError
 
 pytestmark = pytest.mark.trainers
-skyrl_gym = pytest.importorskip("skyrl_gym", reason="the trainer suite needs the [train] extra (skyrl-gym)")
+skyrl_gym = require("skyrl_gym", "the trainer suite needs the [train] extra (skyrl-gym)")
 
 from envscaler.adapters.skyrl import EnvScalerTextEnv, register, skyrl_rows  # noqa: E402
 

@@ -11,7 +11,7 @@ import os
 import sys
 
 import pytest
-from trainer_helpers import KIT, records, sessions, start_train_bridge
+from trainer_helpers import KIT, missing_kit, records, require, sessions, start_train_bridge
 
 from envscaler.adapters.bridge_episode import EpisodeInfrastructureError
 from envscaler.adapters.trl import TRLEnvironments, trl_visible_schema, use_fenced_tool_calls
@@ -19,8 +19,8 @@ from envscaler.adapters.trl import TRLEnvironments, trl_visible_schema, use_fenc
 from helpers import REFERENCE_ACTIONS
 
 pytestmark = pytest.mark.trainers
-transformers = pytest.importorskip("transformers", reason="the trainer suite needs the [train] extra (transformers)")
-pytest.importorskip("trl", reason="the trainer suite needs the [train] extra (trl)")
+transformers = require("transformers", "the trainer suite needs the [train] extra (transformers)")
+require("trl", "the trainer suite needs the [train] extra (trl)")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -143,7 +143,7 @@ def test_fenced_template_parses_calls_for_the_generated_tools(train_bridge):
 
     tok_dir = KIT / "tokenizer-qwen2.5"
     if not tok_dir.is_dir():
-        pytest.skip(f"hf-model kit not found at {KIT} (../shared is absent)")
+        missing_kit()
     tok = use_fenced_tool_calls(AutoTokenizer.from_pretrained(str(tok_dir)))
     with TRLEnvironments(train_bridge, envs=["notes-v1"]) as envs:
         env = envs.factories["notes-v1"]()
@@ -162,8 +162,8 @@ def test_fenced_template_parses_calls_for_the_generated_tools(train_bridge):
 @pytest.fixture(scope="module")
 def tiny_qwen(tmp_path_factory):
     if not (KIT / "tiny_model.py").exists():
-        pytest.skip(f"hf-model kit not found at {KIT} (../shared is absent)")
-    pytest.importorskip("torch")
+        missing_kit()
+    require("torch", "the trainer suite needs the [train] extra (torch)")
     sys.path.insert(0, str(KIT))
     from tiny_model import tiny_qwen2
 

@@ -47,3 +47,41 @@ def records(record_dir: Path) -> list[dict[str, Any]]:
 def sessions(stats: list[dict[str, Any]]) -> int:
     """Open sessions over every replica, from the bridge's ``stats``."""
     return sum(int(s["sessions"]) for s in stats)
+
+
+def require(module: str, reason: str) -> Any:
+    """``pytest.importorskip(module)``, except where ``ENVSCALER_TRAINERS_REQUIRED=1`` (the CI trainer
+    job sets it): there a missing trainer package fails the test instead of skipping it unnoticed."""
+    import importlib
+
+    import pytest
+
+    if os.environ.get("ENVSCALER_TRAINERS_REQUIRED") == "1":
+        try:
+            return importlib.import_module(module)
+        except ImportError as e:
+            pytest.fail(f"{module} is not importable ({e}) and ENVSCALER_TRAINERS_REQUIRED=1: {reason}", pytrace=False)
+    return pytest.importorskip(module, reason=reason)
+
+
+def episode_rewards(recs: list[dict[str, Any]]) -> dict[str, float]:
+    """Each ended episode's reward in the records: a ``finish``'s scoring step is its end's
+    ``result``; an episode that ended itself has it on its terminal ``step`` record."""
+    last_step: dict[str, float] = {}
+    out: dict[str, float] = {}
+    for r in recs:
+        if r.get("t") == "step":
+            last_step[r["episode_id"]] = float(r["reward"])
+        elif r.get("t") == "episode_end" and r.get("how") != "closed":
+            out[r["episode_id"]] = float(r["result"]["reward"]) if r.get("result") else last_step[r["episode_id"]]
+    return out
+
+
+def missing_kit() -> None:
+    """Skips a test whose ../shared/tools/hf-model is absent (a clone without ../shared); where
+    ``ENVSCALER_SHARED_REQUIRED=1`` (scripts/test-all.sh sets it when ../shared exists) it fails."""
+    import pytest
+
+    if os.environ.get("ENVSCALER_SHARED_REQUIRED") == "1":
+        pytest.fail(f"ENVSCALER_SHARED_REQUIRED=1 but the hf-model kit is missing at {KIT}", pytrace=False)
+    pytest.skip(f"hf-model kit not found at {KIT} (../shared is absent)")
