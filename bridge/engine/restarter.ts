@@ -5,6 +5,11 @@ import type { EpisodeTable } from "./episode-table.js";
 import type { SnapshotStore } from "./snapshot-store.js";
 import { Watchdog } from "./watchdog.js";
 
+/** What the restarter needs of the other parts (small, so a test can stand them in). */
+export type RestarterPool = Pick<EnginePool, "closed" | "replace">;
+export type RestarterTable = Pick<EpisodeTable, "restoreFields">;
+export type RestarterSnapshots = Pick<SnapshotStore, "lostWith">;
+
 export interface RestarterOptions {
   /** How long past a guest call's own deadline before the watchdog stops its worker. @unit ms */
   hardStopGraceMs: number;
@@ -42,9 +47,9 @@ export class Restarter {
 
   constructor(
     private readonly options: RestarterOptions,
-    private readonly pool: EnginePool,
-    private readonly table: EpisodeTable,
-    private readonly snapshots: SnapshotStore,
+    private readonly pool: RestarterPool,
+    private readonly table: RestarterTable,
+    private readonly snapshots: RestarterSnapshots,
   ) {
     this.watchdog = new Watchdog(options.hardStopGraceMs);
   }
