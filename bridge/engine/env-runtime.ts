@@ -5,7 +5,7 @@ import { openingTools } from "../episode/opening-tools.js";
 import { MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
 import { EnginePool } from "./engine-pool.js";
 import { EpisodeTable } from "./episode-table.js";
-import type { EngineOp, RequestFields } from "./messages.js";
+import type { RequestFields } from "./messages.js";
 import type { EpisodeRecord } from "./records.js";
 import { Restarter, type RestartCounters } from "./restarter.js";
 import { EpisodeLostError, RuntimeError } from "./runtime-error.js";
@@ -67,10 +67,6 @@ export class EnvRuntime {
     return rt;
   }
 
-  private request<O extends EngineOp>(rec: EpisodeRecord, op: O, fields: RequestFields<O>) {
-    return this.pool.request(rec, op, fields);
-  }
-
   /** Takes the episode out (its snapshots are dropped with it). */
   private forget(rec: EpisodeRecord): void {
     this.table.remove(rec);
@@ -88,7 +84,7 @@ export class EnvRuntime {
     const s = seed ?? Math.floor(Math.random() * 2 ** 31);
     const rec = this.table.add(episodeId, this.pool.leastLoaded(), { env_id: found.bundle.id, scenario_id: scenarioId, seed: s, actions: [], user_replies: [] });
     try {
-      const lean = await this.request(rec, "reset", { scenario_id: scenarioId, seed: s, user: this.options.user ?? null });
+      const lean = await this.pool.request(rec, "reset", { scenario_id: scenarioId, seed: s, user: this.options.user ?? null });
       // the engine leaves out what the manifest says (see EngineHost): put it back in its place
       const { episode_id, env_id, scenario_id, mode, seed: episodeSeed, ...rest } = lean.info;
       const { manifest } = found.bundle;
@@ -114,7 +110,7 @@ export class EnvRuntime {
     const repliesBefore = rec.inputs.user_replies.length;
     let result: StepResult;
     try {
-      result = await this.request(rec, "step", { action });
+      result = await this.pool.request(rec, "step", { action });
     } catch (e) {
       // the episode was lost with its worker: the first step after says so as its terminal step
       if (!(e instanceof EpisodeLostError)) throw e;
@@ -140,7 +136,7 @@ export class EnvRuntime {
   async finish(episodeId: string): Promise<StepResult> {
     const rec = this.table.get(episodeId);
     this.table.recordable();
-    const result = await this.request(rec, "finish", {});
+    const result = await this.pool.request(rec, "finish", {});
     if (!rec.ended) {
       const { info: i } = result;
       this.table.record({
@@ -157,7 +153,7 @@ export class EnvRuntime {
 
   /** The episode's current state as JSON text. */
   async state(episodeId: string): Promise<string> {
-    return this.request(this.table.get(episodeId), "state", {});
+    return this.pool.request(this.table.get(episodeId), "state", {});
   }
 
   /** The hash of the episode's state after its last acknowledged step. */
@@ -203,7 +199,7 @@ export class EnvRuntime {
     }
     const { inputs, opening } = rec;
     try {
-      const value = await this.request(rec, "fork", fields);
+      const value = await this.pool.request(rec, "fork", fields);
       rec.stateHash = value.state_hash;
       from.step = value.step;
       const manifestTools = this.registry.scenario(inputs.scenario_id)?.bundle.manifest.tools ?? [];
