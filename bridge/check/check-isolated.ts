@@ -1,5 +1,6 @@
 import { runWatchedWorker } from "../engine/watched-worker.js";
 import type { CheckReport } from "./check-bundle.js";
+import type { CheckWorkerInput } from "./check-worker.js";
 
 export interface IsolatedCheckOptions {
   /** How long past a guest call's own deadline before the bundle's worker is stopped. @unit ms @default 1000 */
@@ -20,7 +21,7 @@ export async function checkBundleIsolated(dir: string, options: IsolatedCheckOpt
   return runWatchedWorker<CheckReport>({
     base: import.meta.url,
     name: "check-worker",
-    workerData: { dir, probes: options.probes ?? true },
+    data: { dir, probes: options.probes ?? true } satisfies CheckWorkerInput,
     graceMs: options.hardStopGraceMs ?? 1000,
     message: (m) => {
       const msg = m as { stage?: string; report?: CheckReport };

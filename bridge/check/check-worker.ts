@@ -1,21 +1,18 @@
 // Worker thread for `envscaler check`: validates one bundle under the watchdog of
-// runWatchedWorker (checkBundleIsolated). Nothing here outlives the bundle it checks.
-import { parentPort, workerData } from "node:worker_threads";
+// runWatchedWorker (checkBundleIsolated). Started by the one worker bootstrap (startWorker), which
+// publishes guest calls' deadlines to that watchdog. Nothing here outlives the bundle it checks.
+import { parentPort } from "node:worker_threads";
 import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
-import { reportCallDeadlines } from "../engine/watched-worker.js";
+import { workerInput } from "../engine/worker-thread.js";
 import { checkBundle, type CheckReport } from "./check-bundle.js";
 
-process.env.TZ = "UTC";
-
-interface CheckWorkerInit {
+export interface CheckWorkerInput {
   dir: string;
   probes: boolean;
-  watch: SharedArrayBuffer;
 }
-const init = workerData as CheckWorkerInit;
-const port = parentPort!;
-reportCallDeadlines(init.watch);
 
+const init = workerInput<CheckWorkerInput>();
+const port = parentPort!;
 let report: CheckReport;
 try {
   report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }), probes: init.probes });

@@ -10,7 +10,8 @@ import { bundleStateBase } from "../state/bundle-state.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { OpenAIUserSimulator, UserSimulatorError, type UserConversation, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
-import type { EngineReply, EngineRequest } from "./messages.js";
+import type { CoreErrorCode } from "../../protocol/error-codes.js";
+import type { EngineError, EngineOp, EngineReply, RequestOf, ResultOf } from "./messages.js";
 
 interface Hosted {
   episode: Episode;
@@ -21,9 +22,18 @@ interface Hosted {
 /** Tells one episode's simulated-user calls apart in the user cache: the same for the episode resumed from a checkpoint. */
 const userSalt = (scenarioId: string, seed: number): string => `${scenarioId}|${seed}`;
 
+/** What a handler answers: its op's result, and the simulated user's replies it produced. */
+interface Handled<O extends EngineOp> {
+  value: ResultOf<O>;
+  user_replies?: string[];
+}
+
+/** One handler per op: the table the compiler checks against EngineOps. */
+type Handlers = { [O in EngineOp]: (req: RequestOf<O>) => Promise<Handled<O>> | Handled<O> };
+
 class RequestError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: CoreErrorCode,
     message: string,
   ) {
     super(message);
@@ -61,8 +71,9 @@ export class EngineHost {
     if (sessions > 0) for (const bundle of this.registry.list()) await warmEnv(bundle, sessions).catch(() => undefined);
   }
 
-  accept(req: EngineRequest & { slot: number }): void {
-    const source = req.op === "fork" ? req.from_episode : undefined;
+  accept<O extends EngineOp>(req: RequestOf<O>): void {
+    // a fork of a live episode also waits for that episode's requests (only a fork names one)
+    const source = "from_episode" in req && typeof req.from_episode === "string" ? req.from_episode : undefined;
     const tail = this.tails.get(req.episode);
     const sourceTail = source !== undefined ? this.tails.get(source) : undefined;
     const handle = () => (this.options.around ? this.options.around(req.slot, () => this.handle(req)) : this.handle(req));
@@ -90,7 +101,7 @@ export class EngineHost {
     return { bundle, scenario, episodeId, reference: (seed: number) => this.references.get(bundle, scenario.id, seed) };
   }
 
-  private async fork(req: Extract<EngineRequest, { op: "fork" }>): Promise<{ value: unknown }> {
+  private async fork(req: RequestOf<"fork">): Promise<Handled<"fork">> {
     let snap: EpisodeSnapshot | undefined;
     if (req.from_snapshot !== undefined) {
       snap = this.snapshots.get(req.from_snapshot);
@@ -112,7 +123,7 @@ export class EngineHost {
    * reset anew), then the actions since re-run with the simulated user's recorded replies, so no
    * LLM is asked again. Exact, or refused: the state hash must come out as the pool last saw it.
    */
-  private async restore(req: Extract<EngineRequest, { op: "restore" }>): Promise<{ value: unknown }> {
+  private async restore(req: RequestOf<"restore">): Promise<Handled<"restore">> {
     const { inputs, from } = req;
     let episode: Episode;
     if (from) {
@@ -144,7 +155,7 @@ export class EngineHost {
    * budget and memory cap), its pages inside its memory: only then is it restorable here. The
    * snapshot's own size is recomputed, not taken from the blob.
    */
-  private async importSnapshot(req: Extract<EngineRequest, { op: "import_snapshot" }>): Promise<{ value: unknown }> {
+  private async importSnapshot(req: RequestOf<"import_snapshot">): Promise<Handled<"import_snapshot">> {
     const from = req.from;
     const o = this.episodeOptions(req.episode, from.scenarioId);
     const local = await localEnvImage(o.bundle);
@@ -184,8 +195,28 @@ export class EngineHost {
     return out;
   }
 
-  private async handle(req: EngineRequest): Promise<{ value: unknown; user_replies?: string[] }> {
-    if (req.op === "reset") {
+  /**
+   * Runs a request by its op's handler; one that throws at once is a rejected promise like any
+   * other failure. Not an async function: returning the step handler's promise from one would cost
+   * every step extra turns of the microtask queue.
+   */
+  private handle<O extends EngineOp>(req: RequestOf<O>): Promise<Handled<O>> {
+    const handler: Handlers[O] = this.handlers[req.op];
+    try {
+      return Promise.resolve(handler(req));
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
+  private hostedFor(req: { episode: string }): Hosted {
+    const h = this.hosted.get(req.episode);
+    if (!h) throw new RequestError("unknown_episode", `no episode ${req.episode} on this engine`);
+    return h;
+  }
+
+  private readonly handlers: Handlers = {
+    reset: async (req) => {
       const episode = this.makeEpisode(req.episode, req.scenario_id, req.seed, req.user);
       const h: Hosted = { episode, repliesSent: 0 };
       this.hosted.set(req.episode, h);
@@ -200,42 +231,38 @@ export class EngineHost {
         episode.close();
         throw e;
       }
-    }
-    if (req.op === "restore") return this.restore(req);
-    if (req.op === "fork") return this.fork(req);
-    if (req.op === "drop_snapshot") return { value: this.snapshots.delete(req.snapshot) };
-    if (req.op === "import_snapshot") return this.importSnapshot(req);
-    if (req.op === "export_snapshot" && req.snapshot !== undefined) {
+    },
+    restore: (req) => this.restore(req),
+    fork: (req) => this.fork(req),
+    drop_snapshot: (req) => ({ value: this.snapshots.delete(req.snapshot) }),
+    import_snapshot: (req) => this.importSnapshot(req),
+    export_snapshot: (req) => {
+      if (req.snapshot === undefined) return { value: toPortable(this.hostedFor(req).episode.snapshot(true)) };
       const held = this.snapshots.get(req.snapshot);
       if (!held) throw new RequestError("unknown_snapshot", `no snapshot ${req.snapshot} on this engine`);
       return { value: toPortable(held) };
-    }
-    const h = this.hosted.get(req.episode);
-    if (!h) throw new RequestError("unknown_episode", `no episode ${req.episode} on this engine`);
-    switch (req.op) {
-      case "checkpoint":
-      case "export_snapshot":
-        return { value: toPortable(h.episode.snapshot(true)) };
-      case "snapshot": {
-        const snap = h.episode.snapshot(true);
-        this.snapshots.set(req.snapshot, snap);
-        return { value: { step: snap.steps, bytes: snap.bytes, state_hash: snap.stateHash } };
-      }
-      case "step":
-        return { value: await h.episode.step(req.action), user_replies: EngineHost.newReplies(h) };
-      case "finish":
-        return { value: await h.episode.finish() };
-      case "state":
-        return { value: h.episode.stateJson() };
-      case "close":
-        h.episode.close();
-        this.hosted.delete(req.episode);
-        return { value: null };
-    }
-  }
+    },
+    checkpoint: (req) => ({ value: toPortable(this.hostedFor(req).episode.snapshot(true)) }),
+    snapshot: (req) => {
+      const snap = this.hostedFor(req).episode.snapshot(true);
+      this.snapshots.set(req.snapshot, snap);
+      return { value: { step: snap.steps, bytes: snap.bytes, state_hash: snap.stateHash } };
+    },
+    step: async (req) => {
+      const h = this.hostedFor(req);
+      return { value: await h.episode.step(req.action), user_replies: EngineHost.newReplies(h) };
+    },
+    finish: async (req) => ({ value: await this.hostedFor(req).episode.finish() }),
+    state: (req) => ({ value: this.hostedFor(req).episode.stateJson() }),
+    close: (req) => {
+      this.hostedFor(req).episode.close();
+      this.hosted.delete(req.episode);
+      return { value: null };
+    },
+  };
 }
 
-function toError(e: unknown): { code: string; message: string } {
+function toError(e: unknown): EngineError {
   if (e instanceof RequestError) return { code: e.code, message: e.message };
   if (e instanceof EpisodeStateError) return { code: e.code, message: e.message };
   if (e instanceof EnvLoadError) return { code: "env_load_failed", message: e.message };

@@ -1,38 +1,28 @@
-// Engine worker: hosts many episodes' sandboxes in one thread (EngineHost). The pool's watchdog may
-// terminate this thread at any time (a guest call that overran its deadline); episodes are then
-// restored elsewhere from the checkpoints and inputs the pool holds, so nothing here may hold state that matters
-// beyond what the pool already acknowledged.
+// Engine worker (see WorkerEngine): hosts many episodes' sandboxes in one thread (EngineHost). The
+// Restarter's watchdog may terminate this thread at any time (a guest call that overran its
+// deadline); episodes are then restored elsewhere from the checkpoints and inputs the runtime
+// holds, so nothing here may hold state that matters beyond what the runtime already acknowledged.
+// Started by the one worker bootstrap (startWorker), which publishes guest calls' deadlines.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import { EnvRegistry } from "../../envs/registry.js";
-import { setCallMonitor } from "../sandbox/sandbox.js";
 import { EngineHost } from "./engine-host.js";
-import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
+import type { EngineReply, EngineRequest } from "./messages.js";
+import { setCallOwner } from "./watchdog.js";
+import { workerInput } from "./worker-thread.js";
 
-process.env.TZ = "UTC";
-
-interface WorkerInit {
+export interface EngineWorkerInput {
   envPaths: string[];
-  watch: SharedArrayBuffer;
   /** Episodes of this worker to ready sandboxes for before it says it is ready (see RuntimeOptions.warmSessions). */
   warmSessions: number;
 }
-const init = workerData as WorkerInit;
+const init = workerInput<EngineWorkerInput>();
 const port = parentPort!;
-const watch = new Float64Array(init.watch);
+// whose guest call runs: the watchdog names the episode that overran by its slot
 const current = new AsyncLocalStorage<number>();
+setCallOwner(() => current.getStore() ?? -1);
 
-setCallMonitor({
-  start(deadlineMs) {
-    watch[WATCH_EPISODE] = current.getStore() ?? -1;
-    watch[WATCH_DEADLINE] = deadlineMs;
-  },
-  end() {
-    watch[WATCH_DEADLINE] = 0;
-  },
-});
-
-// replies finished in the same turn go back in one message (see EnvRuntime.flush)
+// replies finished in the same turn go back in one message (see WorkerEngine.flush)
 let outbox: EngineReply[] = [];
 function reply(r: EngineReply): void {
   outbox.push(r);
@@ -45,10 +35,10 @@ function reply(r: EngineReply): void {
 }
 
 /**
- * Posts replies to the pool. Copying one can throw (a value structured clone refuses or recurses
- * too deep on); a throw here would end the worker and every episode on it, so each reply of a
- * batch that cannot be copied is sent alone and one that still cannot is answered with a typed
- * error: every request gets exactly one reply.
+ * Posts replies to the runtime. Copying one can throw (a value structured clone refuses or
+ * recurses too deep on); a throw here would end the worker and every episode on it, so each reply
+ * of a batch that cannot be copied is sent alone and one that still cannot is answered with a
+ * typed error: every request gets exactly one reply.
  */
 function send(batch: EngineReply[]): void {
   try {
@@ -67,7 +57,7 @@ function send(batch: EngineReply[]): void {
 }
 
 const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run) });
-port.on("message", (batch: (EngineRequest & { slot: number })[]) => {
+port.on("message", (batch: EngineRequest[]) => {
   for (const req of batch) host.accept(req);
 });
 await host.warm(init.warmSessions);

@@ -1,21 +1,19 @@
-import { Worker } from "node:worker_threads";
-import { setCallMonitor } from "../sandbox/sandbox.js";
-import { ENGINE_STACK_MB } from "../sandbox/limits.js";
-import { workerModule } from "./worker-module.js";
+import { DeadlineBoard, Watchdog } from "./watchdog.js";
+import { startWorker } from "./worker-thread.js";
 
 /**
  * One-shot work on untrusted env code (`envscaler check` of a bundle, the UI's replay of an
- * episode) on a worker thread of its own, with the watchdog that stops it when a guest call
+ * episode) on a worker thread of its own, under a Watchdog that stops it when a guest call
  * overruns its deadline by more than the grace (a builtin that ignores the sandbox's interrupt:
- * JSON.stringify of a huge array, a typed-array sort). The worker reports each call's deadline in
- * a shared buffer (reportCallDeadlines), so the watchdog needs no message from a thread that may
- * be stuck. The engine workers of EnvRuntime have their own, per-episode watchdog.
+ * JSON.stringify of a huge array, a typed-array sort). The worker's bootstrap publishes each
+ * call's deadline on the thread's board, so the watchdog needs no message from a stuck thread.
  */
 export interface WatchedWorkerRun<T> {
-  /** The worker module next to `base` (import.meta.url of the caller): `name.js`, or `name-dev.mjs` when running from the TypeScript sources. */
+  /** The worker module next to `base` (import.meta.url of the caller): `name.js`, or `name.ts` when running from the TypeScript sources. */
   base: string;
   name: string;
-  workerData: Record<string, unknown>;
+  /** The module's data (workerInput in the worker). */
+  data: unknown;
   /** How long past a guest call's own deadline before the worker is stopped. @unit ms */
   graceMs: number;
   /** A message from the worker: its result, or undefined to keep waiting (progress). */
@@ -25,26 +23,22 @@ export interface WatchedWorkerRun<T> {
 }
 
 export async function runWatchedWorker<T>(run: WatchedWorkerRun<T>): Promise<T> {
-  const watch = new Float64Array(new SharedArrayBuffer(8));
-  const worker = new Worker(workerModule(run.base, run.name), {
-    workerData: { ...run.workerData, watch: watch.buffer },
-    // the sandbox's stack budget is derived from this (see safeGuestStackBytes)
-    resourceLimits: { stackSizeMb: ENGINE_STACK_MB },
-  });
+  const board = new DeadlineBoard();
+  const watchdog = new Watchdog(run.graceMs);
+  const worker = startWorker({ base: run.base, name: run.name, data: run.data, board });
   try {
     return await new Promise<T>((resolve, reject) => {
+      let settled = false;
       const end = (get: () => T) => {
-        clearInterval(timer);
+        if (settled) return;
+        settled = true;
         try {
           resolve(get());
         } catch (e) {
           reject(e instanceof Error ? e : new Error(String(e)));
         }
       };
-      const timer = setInterval(() => {
-        const deadline = watch[0]!;
-        if (deadline !== 0 && Date.now() > deadline + run.graceMs) end(() => run.failed("stalled", "a guest call ignored its deadline (a builtin that cannot be interrupted) and was stopped"));
-      }, 100);
+      watchdog.watch(board, () => end(() => run.failed("stalled", "a guest call ignored its deadline (a builtin that cannot be interrupted) and was stopped")));
       worker.on("message", (m: unknown) => {
         const result = run.message(m);
         if (result !== undefined) end(() => result);
@@ -53,19 +47,7 @@ export async function runWatchedWorker<T>(run: WatchedWorkerRun<T>): Promise<T> 
       worker.on("exit", (code) => end(() => run.failed("exit", `code ${code}`)));
     });
   } finally {
+    watchdog.close();
     await worker.terminate();
   }
-}
-
-/** In the worker: publishes each guest call's deadline to the parent's watchdog (runWatchedWorker). */
-export function reportCallDeadlines(buffer: SharedArrayBuffer): void {
-  const watch = new Float64Array(buffer);
-  setCallMonitor({
-    start(deadlineMs) {
-      watch[0] = deadlineMs;
-    },
-    end() {
-      watch[0] = 0;
-    },
-  });
 }

@@ -6,10 +6,8 @@
 // call at its deadline on the serving thread itself, native builtins included; if a call still
 // overran its deadline by the grace (a fault of ours, not of the env), the process is killed and the
 // supervisor restarts the replica: its sessions end `session_lost`, the other replicas' are untouched.
-import { Worker } from "node:worker_threads";
-import { WATCH_DEADLINE } from "../engine/messages.js";
-import { workerModule } from "../engine/worker-module.js";
-import { ENGINE_STACK_MB } from "../sandbox/limits.js";
+import { DeadlineBoard, Watchdog } from "../engine/watchdog.js";
+import { startWorker } from "../engine/worker-thread.js";
 import { createLogger } from "./logger.js";
 import type { ReplicaConfig, ReplicaMessage } from "./replica-config.js";
 
@@ -19,8 +17,8 @@ const tell = (m: ReplicaMessage) => process.send?.(m);
 
 function main(config: ReplicaConfig): void {
   const log = createLogger("envscaler-replica", { replica: config.replica });
-  const watch = new Float64Array(new SharedArrayBuffer(16));
-  const thread = new Worker(workerModule(import.meta.url, "replica-thread"), { workerData: { config, watch: watch.buffer }, resourceLimits: { stackSizeMb: ENGINE_STACK_MB } });
+  const board = new DeadlineBoard();
+  const thread = startWorker({ base: import.meta.url, name: "replica-thread", data: config, board });
   let stopping = false;
   thread.on("message", (m: ReplicaMessage | { stopped: true }) => {
     if ("stopped" in m) process.exit(0);
@@ -36,16 +34,12 @@ function main(config: ReplicaConfig): void {
     if (!stopping) log.fatal({ code }, "the serving thread ended");
     process.exit(stopping ? 0 : 1);
   });
-  const watchdog = setInterval(() => {
-    const deadline = watch[WATCH_DEADLINE]!;
-    if (deadline !== 0 && Date.now() > deadline + config.hardStopGraceMs) {
-      log.fatal({ overrun_ms: Date.now() - deadline }, "a guest call overran its deadline past the grace; exiting so the supervisor restarts this replica");
-      // SIGKILL, not exit(): an exit tears the stuck serving thread down under its pending receive,
-      // which zeromq.js answers with an abort and a C++ message on stderr (issue #411)
-      process.kill(process.pid, "SIGKILL");
-    }
-  }, 100);
-  watchdog.unref();
+  new Watchdog(config.hardStopGraceMs).watch(board, ({ overrunMs }) => {
+    log.fatal({ overrun_ms: overrunMs }, "a guest call overran its deadline past the grace; exiting so the supervisor restarts this replica");
+    // SIGKILL, not exit(): an exit tears the stuck serving thread down under its pending receive,
+    // which zeromq.js answers with an abort and a C++ message on stderr (issue #411)
+    process.kill(process.pid, "SIGKILL");
+  });
   const stop = () => {
     if (stopping) return;
     stopping = true;

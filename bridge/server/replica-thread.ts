@@ -5,34 +5,23 @@
 // The process's main thread (replica-main.ts) talks to the supervisor and keeps a last-resort
 // watchdog over this thread's guest calls.
 import { join } from "node:path";
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import { EnvRuntime } from "../engine/env-runtime.js";
-import { WATCH_DEADLINE } from "../engine/messages.js";
+import { workerInput } from "../engine/worker-thread.js";
 import { TrajectoryWriter } from "../record/trajectory-writer.js";
-import { setCallMonitor } from "../sandbox/sandbox.js";
 import { BridgeServer } from "./bridge-server.js";
 import { createLogger } from "./logger.js";
 import type { ReplicaConfig, ReplicaMessage } from "./replica-config.js";
 import { ZapHandler } from "./zap-handler.js";
 
-process.env.TZ = "UTC";
-
-const { config, watch: watchBuffer } = workerData as { config: ReplicaConfig; watch: SharedArrayBuffer };
+// started by the one worker bootstrap (startWorker), which also publishes this thread's guest
+// calls' deadlines to the main thread's watchdog
+const config = workerInput<ReplicaConfig>();
 const port = parentPort!;
 const tell = (m: ReplicaMessage | { stopped: true }) => port.postMessage(m);
 
 async function main(): Promise<void> {
   const log = createLogger("envscaler-replica", { replica: config.replica });
-  // guest calls made on this thread report their deadlines to the main thread's watchdog
-  const watch = new Float64Array(watchBuffer);
-  setCallMonitor({
-    start(deadlineMs) {
-      watch[WATCH_DEADLINE] = deadlineMs;
-    },
-    end() {
-      watch[WATCH_DEADLINE] = 0;
-    },
-  });
   const zap = config.curve ? await ZapHandler.start(config.curve.allow) : null;
   // one file per replica process: a restarted replica never appends behind a torn tail
   const recorder = config.recordDir ? new TrajectoryWriter(join(config.recordDir, `replica-${config.replica}-${new Date().toISOString().replace(/[:.]/g, "")}-${process.pid}.jsonl`), { onFailure: config.recordFailure, onUnavailable: (reason) => log.error({ reason }, "recording unavailable") }) : null;

@@ -2,6 +2,7 @@ import { runWatchedWorker } from "../engine/watched-worker.js";
 import type { ReplayResult } from "../record/replay.js";
 import type { RecordedEpisode } from "../record/trajectory-reader.js";
 import { ApiError } from "./http-util.js";
+import type { ReplayWorkerInput } from "./replay-worker.js";
 
 /**
  * replay.ts's replayEpisode on a watched worker thread of its own, so that a recorded env whose
@@ -12,7 +13,7 @@ export async function replayIsolated(envs: string[], episode: RecordedEpisode, h
   return runWatchedWorker<ReplayResult>({
     base: import.meta.url,
     name: "replay-worker",
-    workerData: { envs, episode },
+    data: { envs, episode } satisfies ReplayWorkerInput,
     graceMs: hardStopGraceMs,
     message: (m) => (m as { result: ReplayResult }).result,
     failed: (kind, detail) => {

@@ -1,19 +1,16 @@
 // Worker thread for the UI's replay: re-executes one recorded episode under the watchdog of
 // runWatchedWorker (replayIsolated). Replay runs recorded env code, as untrusted as in training.
-import { parentPort, workerData } from "node:worker_threads";
+// Started by the one worker bootstrap (startWorker), which publishes guest calls' deadlines.
+import { parentPort } from "node:worker_threads";
 import { replayAll } from "../record/replay.js";
 import type { RecordedEpisode } from "../record/trajectory-reader.js";
-import { reportCallDeadlines } from "../engine/watched-worker.js";
+import { workerInput } from "../engine/worker-thread.js";
 
-process.env.TZ = "UTC";
-
-interface ReplayWorkerInit {
+export interface ReplayWorkerInput {
   envs: string[];
   episode: RecordedEpisode;
-  watch: SharedArrayBuffer;
 }
-const init = workerData as ReplayWorkerInit;
-reportCallDeadlines(init.watch);
 
+const init = workerInput<ReplayWorkerInput>();
 const [result] = await replayAll(init.envs, [init.episode]);
 parentPort!.postMessage({ result });
