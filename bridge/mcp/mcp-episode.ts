@@ -1,6 +1,8 @@
 import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { EnvRuntime, ForkResult } from "../engine/env-runtime.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
+import { SessionQueue } from "../sessions/session-queue.js";
+import { requireSnapshot } from "../sessions/unknowns.js";
 import type { InFlightGate } from "./in-flight-gate.js";
 import { McpHttpError } from "./mcp-error.js";
 
@@ -44,9 +46,8 @@ export class McpEpisode {
   /** The terminal step (or finish) result, kept so the trainer can read the reward after the end. */
   final: StepResult | null = null;
   steps = 0;
-  lastUsed = Date.now();
-  private queued = 0;
-  private tail: Promise<unknown> = Promise.resolve();
+  /** This session's requests in arrival order (the session service's one ordering); its last use is the reaper's. */
+  private readonly queue: SessionQueue;
   private closed = false;
   private starting: Promise<EpisodeStarted> | null = null;
 
@@ -54,8 +55,10 @@ export class McpEpisode {
     readonly sessionId: string,
     private readonly runtime: EnvRuntime,
     private readonly gate: InFlightGate,
-    private readonly maxQueued: number,
-  ) {}
+    maxQueued: number,
+  ) {
+    this.queue = new SessionQueue(maxQueued);
+  }
 
   /**
    * A session's episode that starts as a fork (the control routes' fork): the runtime episode
@@ -72,7 +75,16 @@ export class McpEpisode {
 
   /** Requests of this session queued or running (the idle reaper leaves a busy session alone). */
   get busy(): boolean {
-    return this.queued > 0;
+    return this.queue.busy;
+  }
+
+  get lastUsed(): number {
+    return this.queue.lastUsed;
+  }
+
+  /** A request that reached the session without queueing work on it (the transport's own traffic) still counts as use. */
+  touch(): void {
+    this.queue.lastUsed = Date.now();
   }
 
   get ended(): boolean {
@@ -180,8 +192,7 @@ export class McpEpisode {
     return this.serial(async () => {
       if (this.closed) throw new McpHttpError("session_closed", "the session is closed");
       if (!this.episodeId || !this.started) throw new McpHttpError("no_episode", "the session has not started its episode");
-      const snap = this.runtime.snapshotInfo(snapshotId);
-      if (!snap) throw new McpHttpError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or the session it was taken in closed)`);
+      const snap = requireSnapshot(this.runtime.snapshotInfo(snapshotId), snapshotId);
       if (snap.scenario_id !== this.started.scenario_id) {
         throw new McpHttpError("bad_request", `snapshot ${snapshotId} is of scenario ${snap.scenario_id}, this session plays ${this.started.scenario_id}; fork it into a new session instead`);
       }
@@ -198,7 +209,7 @@ export class McpEpisode {
     if (this.closed) return;
     this.closed = true;
     // after the calls already queued, so none of them runs on a closed episode
-    await this.tail.catch(() => undefined);
+    await this.queue.drained();
     if (this.episodeId) await this.runtime.closeEpisode(this.episodeId).catch(() => undefined);
   }
 
@@ -209,16 +220,8 @@ export class McpEpisode {
     return this.episodeId;
   }
 
-  /** Runs `fn` after every earlier request of this session; at most `maxQueued` wait. */
+  /** Runs `fn` after every earlier request of this session; at most `maxQueued` wait (one more is `overloaded`). */
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.queued >= this.maxQueued) return Promise.reject(new McpHttpError("overloaded", `${this.queued} requests are queued on this session (the limit); wait for their results`));
-    this.queued++;
-    this.lastUsed = Date.now();
-    const run = this.tail.then(fn);
-    this.tail = run.catch(() => undefined).finally(() => {
-      this.queued--;
-      this.lastUsed = Date.now();
-    });
-    return run;
+    return this.queue.run(fn);
   }
 }
