@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { ClosedResult } from "../sessions/closed-results.js";
-import { requireSnapshot } from "../sessions/unknowns.js";
+import { requireSnapshot, sessionClosed } from "../sessions/unknowns.js";
 import { McpHttpError } from "./mcp-error.js";
 import type { EpisodeScore, McpEpisode } from "./mcp-episode.js";
 import { ProtocolError } from "../../protocol/error-codes.js";
@@ -133,7 +133,7 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
 function closedRoute(r: ClosedResult<EpisodeScore>, route: string, body: unknown, closedError: ProtocolError): unknown {
   const base = { session_id: r.session_id, rollout: r.rollout, scenario_id: r.scenario_id, seed: r.seed };
   const closed = { closed: r.closed, closed_s_ago: Math.round((Date.now() - r.closed_at) / 1000) };
-  const noScore = () => new McpHttpError("session_closed", `session ${r.session_id} closed before its episode ended (${r.closed}), so it has no score: end it with POST …/finish (or a terminal step) before the session closes`);
+  const noScore = () => sessionClosed(`session ${r.session_id} closed before its episode ended (${r.closed}), so it has no score: end it with POST …/finish (or a terminal step) before the session closes`);
   switch (route) {
     case "GET ":
       return { ...base, episode_id: r.episode_id, steps: r.steps, ended: r.score !== null, connected: false, ...closed };
@@ -142,7 +142,7 @@ function closedRoute(r: ClosedResult<EpisodeScore>, route: string, body: unknown
       return { ...base, ...r.score, ...closed };
     case "POST finish": {
       const message = (body as { message?: unknown } | undefined)?.message;
-      if (message !== undefined) throw new McpHttpError("session_closed", `session ${r.session_id} is closed (${r.closed}): a final message cannot be sent now${r.score ? "; GET …/reward reads the score it ended with" : ""}`);
+      if (message !== undefined) throw sessionClosed(`session ${r.session_id} is closed (${r.closed}): a final message cannot be sent now${r.score ? "; GET …/reward reads the score it ended with" : ""}`);
       if (!r.score) throw noScore();
       return { ...base, ...r.score, ...closed };
     }

@@ -2,7 +2,7 @@ import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { EnvRuntime, ForkResult } from "../engine/env-runtime.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
 import { SessionQueue } from "../sessions/session-queue.js";
-import { requireSnapshot } from "../sessions/unknowns.js";
+import { requireSnapshot, sessionClosed } from "../sessions/unknowns.js";
 import type { InFlightGate } from "./in-flight-gate.js";
 import { McpHttpError } from "./mcp-error.js";
 
@@ -93,13 +93,13 @@ export class McpEpisode {
 
   /** Resets the runtime episode (once per session; a second start is `bad_request`). */
   start(scenarioId: string, seed?: number): Promise<EpisodeStarted> {
-    if (this.closed) return Promise.reject(new McpHttpError("session_closed", "the session is closed"));
+    if (this.closed) return Promise.reject(sessionClosed("the session is closed"));
     if (this.starting) return Promise.reject(new McpHttpError("bad_request", "this session already has its episode (one episode per MCP session; open a new session for another)"));
     this.starting = this.serial(async () => {
       const r = await this.runtime.reset(scenarioId, seed, `mcp-${this.sessionId}`);
       if (this.closed) {
         await this.runtime.closeEpisode(r.episode_id);
-        throw new McpHttpError("session_closed", "the session was closed while its episode started");
+        throw sessionClosed("the session was closed while its episode started");
       }
       this.episodeId = r.episode_id;
       const i = r.info;
@@ -190,7 +190,7 @@ export class McpEpisode {
    */
   restore(snapshotId: string): Promise<ForkResult> {
     return this.serial(async () => {
-      if (this.closed) throw new McpHttpError("session_closed", "the session is closed");
+      if (this.closed) throw sessionClosed("the session is closed");
       if (!this.episodeId || !this.started) throw new McpHttpError("no_episode", "the session has not started its episode");
       const snap = requireSnapshot(this.runtime.snapshotInfo(snapshotId), snapshotId);
       if (snap.scenario_id !== this.started.scenario_id) {
@@ -214,7 +214,7 @@ export class McpEpisode {
   }
 
   private live(): string {
-    if (this.closed) throw new McpHttpError("session_closed", "the session is closed");
+    if (this.closed) throw sessionClosed("the session is closed");
     if (!this.episodeId) throw new McpHttpError("no_episode", "no episode yet: call the start_episode tool (or connect with the X-EnvScaler-Scenario header)");
     if (this.final) throw new McpHttpError("episode_done", `the episode has ended (${this.final.info.end_reason ?? "ended"}); the trainer reads its reward from the control route`);
     return this.episodeId;

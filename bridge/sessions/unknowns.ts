@@ -34,7 +34,12 @@ export function unknownSnapshot(id: string): ProtocolError {
  * `noun`: what the front calls a session (the UI names its sessions by their episode).
  */
 export function sessionGone(id: string, why: string | undefined, where: string, lost?: string, noun = "session"): ProtocolError {
-  if (why !== undefined) return new ProtocolError("session_closed", `${noun} ${id} ${why}`);
+  if (why !== undefined) return sessionClosed(`${noun} ${id} ${why}`);
   if (lost !== undefined) return new ProtocolError("session_lost", `${noun} ${id} was lost: ${lost}`);
   return new ProtocolError("unknown_session", `no ${noun} ${id}${where}`);
+}
+
+/** A session the front still knows but that is closed (or closed under a request): `message` says which and why. */
+export function sessionClosed(message: string): ProtocolError {
+  return new ProtocolError("session_closed", message);
 }
