@@ -1,7 +1,9 @@
 import type { IncomingMessage } from "node:http";
-import type { ClosedResult } from "./closed-results.js";
+import type { ClosedResult } from "../sessions/closed-results.js";
+import { requireSnapshot, sessionClosed } from "../sessions/unknowns.js";
 import { McpHttpError } from "./mcp-error.js";
-import type { McpEpisode } from "./mcp-episode.js";
+import type { EpisodeScore, McpEpisode } from "./mcp-episode.js";
+import { ProtocolError } from "../../protocol/error-codes.js";
 
 /** What the control routes see of one session. */
 export interface ControlSession {
@@ -21,7 +23,7 @@ export interface ControlContext {
   find(idOrRollout: string): ControlSession;
   list(): ControlSession[];
   /** What is kept of a closed session (by id or rollout tag), or null when it was dropped or never existed. */
-  closedResult(idOrRollout: string): ClosedResult | null;
+  closedResult(idOrRollout: string): ClosedResult<EpisodeScore> | null;
   close(id: string, why: string): Promise<void>;
   stats(): Record<string, unknown>;
   /** Opens a session (pending until a client connects to it) whose episode continues from `source`. */
@@ -87,9 +89,9 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
   try {
     s = ctx.find(id);
   } catch (e) {
-    const kept = e instanceof McpHttpError && e.code === "session_closed" ? ctx.closedResult(id) : null;
+    const kept = e instanceof ProtocolError && e.code === "session_closed" ? ctx.closedResult(id) : null;
     if (!kept) throw e;
-    return closedRoute(kept, `${method} ${action ?? ""}`, body, e as McpHttpError);
+    return closedRoute(kept, `${method} ${action ?? ""}`, body, e as ProtocolError);
   }
   const base = { session_id: s.id, rollout: s.rollout, scenario_id: s.episode.started?.scenario_id ?? null, seed: s.episode.started?.seed ?? null };
   switch (`${method} ${action ?? ""}`) {
@@ -128,10 +130,10 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
 }
 
 /** The routes that still answer once the session closed: its status, its score, `finish` as a read of it. */
-function closedRoute(r: ClosedResult, route: string, body: unknown, closedError: McpHttpError): unknown {
+function closedRoute(r: ClosedResult<EpisodeScore>, route: string, body: unknown, closedError: ProtocolError): unknown {
   const base = { session_id: r.session_id, rollout: r.rollout, scenario_id: r.scenario_id, seed: r.seed };
   const closed = { closed: r.closed, closed_s_ago: Math.round((Date.now() - r.closed_at) / 1000) };
-  const noScore = () => new McpHttpError("session_closed", `session ${r.session_id} closed before its episode ended (${r.closed}), so it has no score: end it with POST …/finish (or a terminal step) before the session closes`);
+  const noScore = () => sessionClosed(`session ${r.session_id} closed before its episode ended (${r.closed}), so it has no score: end it with POST …/finish (or a terminal step) before the session closes`);
   switch (route) {
     case "GET ":
       return { ...base, episode_id: r.episode_id, steps: r.steps, ended: r.score !== null, connected: false, ...closed };
@@ -140,7 +142,7 @@ function closedRoute(r: ClosedResult, route: string, body: unknown, closedError:
       return { ...base, ...r.score, ...closed };
     case "POST finish": {
       const message = (body as { message?: unknown } | undefined)?.message;
-      if (message !== undefined) throw new McpHttpError("session_closed", `session ${r.session_id} is closed (${r.closed}): a final message cannot be sent now${r.score ? "; GET …/reward reads the score it ended with" : ""}`);
+      if (message !== undefined) throw sessionClosed(`session ${r.session_id} is closed (${r.closed}): a final message cannot be sent now${r.score ? "; GET …/reward reads the score it ended with" : ""}`);
       if (!r.score) throw noScore();
       return { ...base, ...r.score, ...closed };
     }
@@ -166,9 +168,7 @@ function snapshotRoute(ctx: ControlContext, method: string, parts: string[], bod
   if (!id || parts.length > 3) throw new McpHttpError("not_found", `no control route /control/${parts.join("/")}`);
   switch (`${method} ${parts[2] ?? ""}`) {
     case "GET ": {
-      const info = ctx.snapshotInfo(id);
-      if (!info) throw new McpHttpError("unknown_snapshot", `no snapshot ${id} (dropped, or the session it was taken in closed)`);
-      return { snapshot_id: id, ...info };
+      return { snapshot_id: id, ...requireSnapshot(ctx.snapshotInfo(id), id) };
     }
     case "POST fork":
       return ctx.fork({ snapshot_id: id }, rolloutOf(body));

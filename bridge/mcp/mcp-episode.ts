@@ -1,6 +1,8 @@
 import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { EnvRuntime, ForkResult } from "../engine/env-runtime.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
+import { SessionQueue } from "../sessions/session-queue.js";
+import { requireSnapshot, sessionClosed } from "../sessions/unknowns.js";
 import type { InFlightGate } from "./in-flight-gate.js";
 import { McpHttpError } from "./mcp-error.js";
 
@@ -44,9 +46,8 @@ export class McpEpisode {
   /** The terminal step (or finish) result, kept so the trainer can read the reward after the end. */
   final: StepResult | null = null;
   steps = 0;
-  lastUsed = Date.now();
-  private queued = 0;
-  private tail: Promise<unknown> = Promise.resolve();
+  /** This session's requests in arrival order (the session service's one ordering); its last use is the reaper's. */
+  private readonly queue: SessionQueue;
   private closed = false;
   private starting: Promise<EpisodeStarted> | null = null;
 
@@ -54,8 +55,10 @@ export class McpEpisode {
     readonly sessionId: string,
     private readonly runtime: EnvRuntime,
     private readonly gate: InFlightGate,
-    private readonly maxQueued: number,
-  ) {}
+    maxQueued: number,
+  ) {
+    this.queue = new SessionQueue(maxQueued);
+  }
 
   /**
    * A session's episode that starts as a fork (the control routes' fork): the runtime episode
@@ -72,7 +75,16 @@ export class McpEpisode {
 
   /** Requests of this session queued or running (the idle reaper leaves a busy session alone). */
   get busy(): boolean {
-    return this.queued > 0;
+    return this.queue.busy;
+  }
+
+  get lastUsed(): number {
+    return this.queue.lastUsed;
+  }
+
+  /** A request that reached the session without queueing work on it (the transport's own traffic) still counts as use. */
+  touch(): void {
+    this.queue.lastUsed = Date.now();
   }
 
   get ended(): boolean {
@@ -81,13 +93,13 @@ export class McpEpisode {
 
   /** Resets the runtime episode (once per session; a second start is `bad_request`). */
   start(scenarioId: string, seed?: number): Promise<EpisodeStarted> {
-    if (this.closed) return Promise.reject(new McpHttpError("session_closed", "the session is closed"));
+    if (this.closed) return Promise.reject(sessionClosed("the session is closed"));
     if (this.starting) return Promise.reject(new McpHttpError("bad_request", "this session already has its episode (one episode per MCP session; open a new session for another)"));
     this.starting = this.serial(async () => {
       const r = await this.runtime.reset(scenarioId, seed, `mcp-${this.sessionId}`);
       if (this.closed) {
         await this.runtime.closeEpisode(r.episode_id);
-        throw new McpHttpError("session_closed", "the session was closed while its episode started");
+        throw sessionClosed("the session was closed while its episode started");
       }
       this.episodeId = r.episode_id;
       const i = r.info;
@@ -178,10 +190,9 @@ export class McpEpisode {
    */
   restore(snapshotId: string): Promise<ForkResult> {
     return this.serial(async () => {
-      if (this.closed) throw new McpHttpError("session_closed", "the session is closed");
+      if (this.closed) throw sessionClosed("the session is closed");
       if (!this.episodeId || !this.started) throw new McpHttpError("no_episode", "the session has not started its episode");
-      const snap = this.runtime.snapshotInfo(snapshotId);
-      if (!snap) throw new McpHttpError("unknown_snapshot", `no snapshot ${snapshotId} (dropped, or the session it was taken in closed)`);
+      const snap = requireSnapshot(this.runtime.snapshotInfo(snapshotId), snapshotId);
       if (snap.scenario_id !== this.started.scenario_id) {
         throw new McpHttpError("bad_request", `snapshot ${snapshotId} is of scenario ${snap.scenario_id}, this session plays ${this.started.scenario_id}; fork it into a new session instead`);
       }
@@ -198,27 +209,19 @@ export class McpEpisode {
     if (this.closed) return;
     this.closed = true;
     // after the calls already queued, so none of them runs on a closed episode
-    await this.tail.catch(() => undefined);
+    await this.queue.drained();
     if (this.episodeId) await this.runtime.closeEpisode(this.episodeId).catch(() => undefined);
   }
 
   private live(): string {
-    if (this.closed) throw new McpHttpError("session_closed", "the session is closed");
+    if (this.closed) throw sessionClosed("the session is closed");
     if (!this.episodeId) throw new McpHttpError("no_episode", "no episode yet: call the start_episode tool (or connect with the X-EnvScaler-Scenario header)");
     if (this.final) throw new McpHttpError("episode_done", `the episode has ended (${this.final.info.end_reason ?? "ended"}); the trainer reads its reward from the control route`);
     return this.episodeId;
   }
 
-  /** Runs `fn` after every earlier request of this session; at most `maxQueued` wait. */
+  /** Runs `fn` after every earlier request of this session; at most `maxQueued` wait (one more is `overloaded`). */
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.queued >= this.maxQueued) return Promise.reject(new McpHttpError("overloaded", `${this.queued} requests are queued on this session (the limit); wait for their results`));
-    this.queued++;
-    this.lastUsed = Date.now();
-    const run = this.tail.then(fn);
-    this.tail = run.catch(() => undefined).finally(() => {
-      this.queued--;
-      this.lastUsed = Date.now();
-    });
-    return run;
+    return this.queue.run(fn);
   }
 }

@@ -1,5 +1,5 @@
-import { ProtocolError } from "../../protocol/error-codes.js";
-import { RuntimeError } from "../engine/env-runtime.js";
+import { isErrorCode } from "../../protocol/error-codes.js";
+import { failureOf, FAILURES } from "../sessions/failure-table.js";
 
 /**
  * The typed error codes of `envscaler mcp` (docs/mcp.md): the bridge protocol's codes where the
@@ -28,25 +28,16 @@ export type McpErrorCode =
   | "internal_error"
   | (string & {});
 
-const STATUS: Record<string, number> = {
-  bad_request: 400,
-  unknown_scenario: 400,
+/** The HTTP status of the codes only this front has; the protocol's codes take theirs from failure-table.ts. */
+const FRONT_STATUS: Record<string, number> = {
   unauthorized: 401,
   forbidden_origin: 403,
   forbidden_host: 403,
   not_found: 404,
-  unknown_session: 404,
-  session_closed: 404,
-  unknown_snapshot: 404,
   rollout_in_use: 409,
   no_episode: 409,
   episode_running: 409,
-  episode_done: 409,
   payload_too_large: 413,
-  too_large: 413,
-  too_many_sessions: 503,
-  overloaded: 503,
-  shutting_down: 503,
 };
 
 /** A request refused with a typed code; the HTTP status follows from the code. */
@@ -60,23 +51,20 @@ export class McpHttpError extends Error {
   }
 
   get status(): number {
-    return STATUS[this.code] ?? 500;
+    return statusOf(this.code);
   }
 }
 
-/** Any failure as `{code, message}`: our own errors keep their code; anything unknown is internal. */
+/** Any failure as `{code, message}`: this front's own errors keep their code; the rest read as MCP's column of failure-table.ts says (anything unknown is internal). */
 export function typedError(e: unknown): { code: string; message: string } {
-  if (e instanceof McpHttpError || e instanceof ProtocolError || e instanceof RuntimeError) {
-    // the runtime says `closed` when it is shutting down, `unknown_episode` when a session outlived its episode
-    const code = e.code === "closed" ? "shutting_down" : e.code === "unknown_episode" ? "session_closed" : e.code;
-    return { code, message: e.message };
-  }
-  return { code: "internal_error", message: e instanceof Error ? e.message : String(e) };
+  if (e instanceof McpHttpError) return { code: e.code, message: e.message };
+  const f = failureOf(e);
+  return { code: FAILURES[f.code].mcp.code, message: f.message };
 }
 
 /** The HTTP status for a typed error. */
 export function statusOf(code: string): number {
-  return STATUS[code] ?? 500;
+  return isErrorCode(code) ? FAILURES[code].mcp.status : (FRONT_STATUS[code] ?? 500);
 }
 
 /** A JSON-RPC error body carrying the typed code in `data.code` (MCP clients show `message`). */

@@ -7,12 +7,15 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { EnvRuntime } from "../engine/env-runtime.js";
-import { ClosedResults } from "./closed-results.js";
+import { ClosedMemory } from "../sessions/closed-memory.js";
+import { ClosedResults } from "../sessions/closed-results.js";
+import { IdleReaper } from "../sessions/idle-reaper.js";
+import { requireSnapshot, sessionGone, unknownSnapshot } from "../sessions/unknowns.js";
 import { controlRoute, type ControlContext, type ControlSession, type ForkSource } from "./control-routes.js";
 import { parseJson, readBody, sendJson } from "./http-io.js";
 import { InFlightGate } from "./in-flight-gate.js";
 import { jsonRpcError, McpHttpError, statusOf, typedError } from "./mcp-error.js";
-import { McpEpisode, type EpisodeStarted } from "./mcp-episode.js";
+import { McpEpisode, type EpisodeScore, type EpisodeStarted } from "./mcp-episode.js";
 import { DEFAULT_MCP_LIMITS, type McpLimits } from "./mcp-limits.js";
 import { createMcpServer } from "./mcp-surface.js";
 import { RequestGuard } from "./request-guard.js";
@@ -85,12 +88,12 @@ export class McpHttpServer {
   private readonly sessions = new Map<string, Entry>();
   private readonly forks = new Map<string, PendingFork>();
   private readonly rollouts = new Map<string, string>();
-  private readonly closedWhy = new Map<string, string>();
+  private readonly closedWhy = new ClosedMemory(CLOSED_MEMORY);
   /** Each closed session's result, by id and rollout tag, for a trainer that asks after the close (bounded in count and time). */
-  private readonly results = new ClosedResults();
+  private readonly results = new ClosedResults<EpisodeScore>();
   private opening = 0;
   private stopping = false;
-  private reaper: NodeJS.Timeout | undefined;
+  private reaper: IdleReaper | undefined;
   private readonly counters = { opened: 0, reaped: 0, refused: 0, forked: 0 };
   url = "";
 
@@ -123,9 +126,7 @@ export class McpHttpServer {
     });
     const { port } = this.http.address() as AddressInfo;
     this.url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${MCP_PATH}`;
-    const every = Math.max(100, Math.min(10_000, (this.limits.idleTimeoutS * 1000) / 4));
-    this.reaper = setInterval(() => void this.reap(), every);
-    this.reaper.unref();
+    this.reaper = new IdleReaper(this.limits.idleTimeoutS * 1000, (cutoff) => this.reap(cutoff));
     return this.url;
   }
 
@@ -178,7 +179,7 @@ export class McpHttpServer {
     if (typeof sid === "string") {
       const entry = this.lookup(sid);
       if (!("transport" in entry)) throw new McpHttpError("bad_request", `session ${sid} is a fork no client has connected to yet: start it with an initialize request carrying ${FORK_HEADER}: ${sid}`);
-      entry.episode.lastUsed = Date.now();
+      entry.episode.touch();
       return entry.transport.handleRequest(req, res, body);
     }
     if (req.method === "POST" && isInitializeRequest(body)) return this.openSession(req, res, body);
@@ -192,8 +193,7 @@ export class McpHttpServer {
     const entry = this.sessions.get(id) ?? this.forks.get(id);
     if (entry) return entry;
     const why = this.closedWhy.get(idOrRollout);
-    if (why) throw new McpHttpError("session_closed", `session ${idOrRollout} is closed: ${why}`);
-    throw new McpHttpError("unknown_session", `no session ${idOrRollout}`);
+    throw sessionGone(idOrRollout, why === undefined ? undefined : `is closed: ${why}`, "");
   }
 
   private async openSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
@@ -307,10 +307,10 @@ export class McpHttpServer {
       started = source.session.episode.started;
       from = { session_id: source.session.id, rollout: source.session.rollout };
     } else {
-      const snap = rt.snapshotInfo(source.snapshot_id);
+      const snap = requireSnapshot(rt.snapshotInfo(source.snapshot_id), source.snapshot_id);
       // the snapshot's episode is a session's here (the runtime drops it with its episode)
-      const owner = snap && [...this.sessions.values(), ...this.forks.values()].find((e) => e.episode.episodeId === snap.episode_id);
-      if (!snap || !owner?.episode.started) throw new McpHttpError("unknown_snapshot", `no snapshot ${source.snapshot_id} (dropped, or the session it was taken in closed)`);
+      const owner = [...this.sessions.values(), ...this.forks.values()].find((e) => e.episode.episodeId === snap.episode_id);
+      if (!owner?.episode.started) throw unknownSnapshot(source.snapshot_id);
       started = owner.episode.started;
       from = { snapshot_id: source.snapshot_id };
     }
@@ -361,12 +361,10 @@ export class McpHttpServer {
   }
 
   private remember(key: string, why: string): void {
-    this.closedWhy.set(key, why);
-    if (this.closedWhy.size > CLOSED_MEMORY) this.closedWhy.delete(this.closedWhy.keys().next().value!);
+    this.closedWhy.remember(key, why);
   }
 
-  private async reap(): Promise<void> {
-    const cutoff = Date.now() - this.limits.idleTimeoutS * 1000;
+  private async reap(cutoff: number): Promise<void> {
     for (const entry of [...this.sessions.values(), ...this.forks.values()]) {
       if (entry.episode.lastUsed >= cutoff || entry.episode.busy) continue;
       this.counters.reaped++;
@@ -403,7 +401,7 @@ export class McpHttpServer {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    clearInterval(this.reaper);
+    this.reaper?.stop();
     await Promise.all([...this.sessions.keys(), ...this.forks.keys()].map((id) => this.closeSession(id, "closed: the server shut down")));
     await new Promise<void>((resolve) => {
       this.http.close(() => resolve());

@@ -1,5 +1,5 @@
 import type { EnvRegistry } from "../../envs/registry.js";
-import { McpHttpError } from "./mcp-error.js";
+import { unknownScenario } from "../sessions/unknowns.js";
 
 /** A shell-style glob (`*`, `?`) over scenario ids as a RegExp. */
 function globRegExp(glob: string): RegExp {
@@ -41,7 +41,7 @@ export class ScenarioPicker {
   check(id: string): string {
     if (!this.ids.includes(id)) {
       const hint = this.ids.length <= 20 ? `: ${this.ids.join(", ")}` : ` (${this.ids.length} scenarios)`;
-      throw new McpHttpError("unknown_scenario", `scenario ${JSON.stringify(id)} is not served here; allowed${hint}`);
+      throw unknownScenario(id, `scenario ${JSON.stringify(id)} is not served here; allowed${hint}`);
     }
     return id;
   }

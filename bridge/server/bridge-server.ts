@@ -2,10 +2,14 @@ import { randomBytes } from "node:crypto";
 import { Router } from "zeromq";
 import type { Logger } from "pino";
 import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../protocol/codec.js";
-import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error-codes.js";
-import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody } from "../../protocol/messages.js";
+import type { z } from "zod";
+import { ProtocolError } from "../../protocol/error-codes.js";
+import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody, type Op, type RESULT_SCHEMAS } from "../../protocol/messages.js";
 import { compactStep } from "../../protocol/step-wire.js";
-import { EnvRuntime, RuntimeError, type ForkResult } from "../engine/env-runtime.js";
+import type { EnvRuntime, ForkResult } from "../engine/env-runtime.js";
+import { failureOf, FAILURES } from "../sessions/failure-table.js";
+import { IdleReaper } from "../sessions/idle-reaper.js";
+import { requireScenario } from "../sessions/unknowns.js";
 import { RetryMemory } from "./retry-memory.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
@@ -45,6 +49,9 @@ export interface BridgeServerOptions {
 }
 
 type Result = Record<string, unknown>;
+/** What `op` answers, as its result schema (protocol/messages.ts) takes it: each handler is checked against it. */
+type WireResult<O extends Op> = z.input<(typeof RESULT_SCHEMAS)[O]>;
+type PreviousEpisode = NonNullable<WireResult<"reset">["info"]["previous_episode"]>;
 
 /**
  * One replica's ROUTER socket in front of an EnvRuntime. Frames are bounded and scanned before
@@ -63,7 +70,7 @@ export class BridgeServer {
   private readonly started = Date.now();
   private sendTail: Promise<void> = Promise.resolve();
   private loop: Promise<void> = Promise.resolve();
-  private reaper: NodeJS.Timeout | undefined;
+  private reaper: IdleReaper | undefined;
   private inFlight = 0;
   private idle: (() => void) | null = null;
   private stopping = false;
@@ -96,9 +103,7 @@ export class BridgeServer {
   async start(): Promise<string> {
     await this.socket.bind(this.options.endpoint);
     this.endpoint = this.socket.lastEndpoint ?? this.options.endpoint;
-    const every = Math.max(100, Math.min(10_000, (this.limits.idleTimeoutS * 1000) / 4));
-    this.reaper = setInterval(() => void this.reap(), every);
-    this.reaper.unref();
+    this.reaper = new IdleReaper(this.limits.idleTimeoutS * 1000, (cutoff) => this.reap(cutoff));
     this.loop = this.receiveLoop();
     return this.endpoint;
   }
@@ -185,7 +190,9 @@ export class BridgeServer {
     reply(message);
   }
 
-  private async handle(req: Request, client: string): Promise<Result> {
+  // the engine's StepResult and snapshot export are interfaces (no index signature) and a Buffer: they
+  // fit their schemas structurally but not `z.input`'s loose-object type, so those ops are not checked here
+  private async handle(req: Request, client: string): Promise<object> {
     switch (req.op) {
       case "hello":
         return {
@@ -207,7 +214,7 @@ export class BridgeServer {
           },
           ops: [...OPS],
           features: [...FEATURES],
-        };
+        } satisfies WireResult<"hello">;
       case "list_envs":
         return {
           envs: this.runtime.registry.list().map((b) => ({
@@ -218,7 +225,7 @@ export class BridgeServer {
             tools: b.manifest.tools,
             scenario_count: b.scenarios.size,
           })),
-        };
+        } satisfies WireResult<"list_envs">;
       case "list_scenarios": {
         const bundles = this.runtime.registry.list().filter((b) => req.env_id === undefined || b.id === req.env_id);
         if (req.env_id !== undefined && bundles.length === 0) throw new ProtocolError("unknown_env", `no env ${req.env_id}`);
@@ -226,29 +233,29 @@ export class BridgeServer {
           scenarios: bundles.flatMap((b) =>
             [...b.scenarios.values()].map((s) => ({ scenario_id: s.id, env_id: b.id, mode: s.mode, task: s.task, max_steps: s.max_steps ?? b.manifest.max_steps, check_count: s.checks.length })),
           ),
-        };
+        } satisfies WireResult<"list_scenarios">;
       }
       case "reset":
         return this.reset(req.scenario_id, req.seed, req.session_id, client, req.finish_previous === true);
       case "step":
-        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.step(needEpisode(s), req.action)) as unknown as Result);
+        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.step(needEpisode(s), req.action)));
       case "step_batch": {
         // any size up to the replica's session limit works; the schema's own bound is far above it
         if (req.steps.length > this.limits.maxSessions) throw new ProtocolError("too_large", `a step_batch holds at most max_sessions (${this.limits.maxSessions}) entries; got ${req.steps.length}`);
         const results = await Promise.all(
           req.steps.map((st) =>
             this.onSession(st.session_id, (s) => this.runtime.step(needEpisode(s), st.action)).then(
-              (result) => ({ ok: true, result: compactStep(result) }),
-              (e: unknown) => ({ ok: false, error: errorBody(e) }),
+              (result) => ({ ok: true as const, result: compactStep(result) }),
+              (e: unknown) => ({ ok: false as const, error: errorBody(e) }),
             ),
           ),
         );
         return { results };
       }
       case "finish":
-        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.finish(needEpisode(s))) as unknown as Result);
+        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.finish(needEpisode(s))));
       case "state":
-        return this.onSession(req.session_id, async (s) => {
+        return this.onSession(req.session_id, async (s): Promise<WireResult<"state">> => {
           const ep = needEpisode(s);
           return { state_json: await this.runtime.state(ep), state_hash: this.runtime.stateHash(ep) };
         });
@@ -259,17 +266,17 @@ export class BridgeServer {
           } catch (e) {
             // closing twice (or closing what a replica restart already ended) is fine; closing
             // what never existed here is a mistake worth reporting
-            if (e instanceof ProtocolError && (e.code === "session_closed" || e.code === "session_lost")) return { closed: true };
+            if (e instanceof ProtocolError && (e.code === "session_closed" || e.code === "session_lost")) return { closed: true } satisfies WireResult<"close">;
             throw e;
           }
         }
         // in arrival order: requests the client queued on this session before the close still run
-        await this.sessions.get(req.session_id).tail;
+        await this.sessions.get(req.session_id).queue.drained();
         if (this.sessions.has(req.session_id)) await this.closeSession(req.session_id, "closed by the client");
-        return { closed: true };
+        return { closed: true } satisfies WireResult<"close">;
       }
       case "snapshot":
-        return this.onSession(req.session_id, (s) => this.runtime.snapshot(needEpisode(s)));
+        return this.onSession(req.session_id, (s): Promise<WireResult<"snapshot">> => this.runtime.snapshot(needEpisode(s)));
       case "fork":
         if (req.session_id !== undefined) {
           const from = req.session_id;
@@ -277,12 +284,12 @@ export class BridgeServer {
         }
         return this.forkInto({ snapshot_id: req.snapshot_id! }, { snapshot_id: req.snapshot_id! }, client);
       case "restore":
-        return this.onSession(req.session_id, async (s) => {
+        return this.onSession(req.session_id, async (s): Promise<WireResult<"restore">> => {
           const r = await this.runtime.restoreSnapshot(needEpisode(s), req.snapshot_id);
           return { info: this.forkInfo(r, { snapshot_id: req.snapshot_id }) };
         });
       case "drop_snapshot":
-        return { dropped: await this.runtime.dropSnapshot(req.snapshot_id) };
+        return { dropped: await this.runtime.dropSnapshot(req.snapshot_id) } satisfies WireResult<"drop_snapshot">;
       case "export_snapshot": {
         const options = { version: SERVER_VERSION, maxBlobBytes: this.maxBlobBytes };
         if (req.session_id !== undefined) return this.onSession(req.session_id, (s) => this.runtime.exportSnapshot({ episode_id: needEpisode(s) }, options));
@@ -306,14 +313,14 @@ export class BridgeServer {
           retries: this.counters.retries,
           in_flight: this.inFlight - 1, // not counting this request
           ...runtime,
-        };
+        } satisfies WireResult<"stats">;
       }
     }
   }
 
-  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean): Promise<Result> {
+  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean): Promise<WireResult<"reset">> {
     if (sessionId === undefined) {
-      if (!this.runtime.registry.scenario(scenarioId)) throw new ProtocolError("unknown_scenario", `no scenario ${scenarioId}`);
+      requireScenario(this.runtime.registry, scenarioId);
       const s = this.sessions.open(client);
       try {
         return await this.onSession(s.id, (sess) => this.startEpisode(sess, scenarioId, seed));
@@ -326,7 +333,7 @@ export class BridgeServer {
       // a reset in a session ends the session's episode first, whatever happens next: a reset that
       // then fails (an unknown scenario, an env fault) leaves the session with no episode (steps
       // answer `episode_done` until a reset succeeds), never with the old one still playing
-      let previous: Result | undefined;
+      let previous: PreviousEpisode | undefined;
       if (s.episodeId) {
         const old = s.episodeId;
         s.episodeId = null;
@@ -338,15 +345,15 @@ export class BridgeServer {
         // here; a close that fails (its worker gone) leaves nothing the new episode depends on.
         this.runtime.closeEpisode(old).catch((e: unknown) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
       }
-      if (!this.runtime.registry.scenario(scenarioId)) throw new ProtocolError("unknown_scenario", `no scenario ${scenarioId}`);
+      requireScenario(this.runtime.registry, scenarioId);
       const r = await this.startEpisode(s, scenarioId, seed);
-      if (previous) (r.info as Result).previous_episode = previous;
+      if (previous) r.info.previous_episode = previous;
       return r;
     });
   }
 
   /** Ends a session's running episode for a `reset` with `finish_previous`: its result, or why there is none. */
-  private async finishPrevious(episodeId: string): Promise<Result> {
+  private async finishPrevious(episodeId: string): Promise<PreviousEpisode> {
     try {
       const end = await this.runtime.finish(episodeId);
       const i = end.info;
@@ -362,7 +369,7 @@ export class BridgeServer {
   }
 
   /** Opens a session whose episode is a fork of a live episode or of a snapshot. */
-  private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }, client: string): Promise<Result> {
+  private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }, client: string): Promise<WireResult<"fork">> {
     const s = this.sessions.open(client);
     try {
       const r = await this.runtime.fork(source);
@@ -374,7 +381,7 @@ export class BridgeServer {
     }
   }
 
-  private forkInfo(r: ForkResult, from: { session_id?: string; snapshot_id?: string }): Result {
+  private forkInfo(r: ForkResult, from: { session_id?: string; snapshot_id?: string }): WireResult<"fork">["info"] {
     const found = this.runtime.registry.scenario(r.scenario_id);
     return {
       episode_id: r.episode_id, env_id: r.env_id, scenario_id: r.scenario_id, seed: r.seed, step: r.step, state_hash: r.state_hash,
@@ -382,13 +389,14 @@ export class BridgeServer {
     };
   }
 
-  private async startEpisode(s: Session, scenarioId: string, seed: number | undefined): Promise<Result> {
+  private async startEpisode(s: Session, scenarioId: string, seed: number | undefined): Promise<WireResult<"reset">> {
     const r = await this.runtime.reset(scenarioId, seed);
     s.episodeId = r.episode_id;
-    return { session_id: s.id, observation: r.observation, info: r.info };
+    // a copy of info (a reset is not the hot path): `previous_episode` goes on the reply, not on the runtime's result
+    return { session_id: s.id, observation: r.observation, info: { ...r.info } };
   }
 
-  /** Runs `fn` on the session after its earlier requests. */
+  /** Runs `fn` on the session after its earlier requests (the session service's one ordering, session-queue.ts). */
   private onSession<T>(sessionId: string, fn: (s: Session) => Promise<T>): Promise<T> {
     let s: Session;
     try {
@@ -396,17 +404,11 @@ export class BridgeServer {
     } catch (e) {
       return Promise.reject(e instanceof Error ? e : new Error(String(e)));
     }
-    s.busy++;
-    const run = s.tail.then(() => {
+    return s.queue.run(() => {
       // the session may have been closed while this request waited its turn
       if (!this.sessions.has(s.id)) return this.sessions.get(s.id) as never;
       return fn(s);
     });
-    s.tail = run.catch(() => undefined).finally(() => {
-      s.busy--;
-      s.lastUsed = Date.now();
-    });
-    return run;
   }
 
   private async closeSession(id: string, why: string): Promise<void> {
@@ -416,13 +418,12 @@ export class BridgeServer {
       const ep = s.episodeId;
       s.episodeId = null;
       // after the session's queued requests, so none of them runs on a closed episode
-      await s.tail;
+      await s.queue.drained();
       await this.runtime.closeEpisode(ep);
     }
   }
 
-  private async reap(): Promise<void> {
-    const cutoff = Date.now() - this.limits.idleTimeoutS * 1000;
+  private async reap(cutoff: number): Promise<void> {
     for (const s of this.sessions.idleSince(cutoff)) {
       this.log.info({ session: s.id }, "closing idle session");
       await this.closeSession(s.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s unused`);
@@ -445,7 +446,7 @@ export class BridgeServer {
   async stop(graceMs = 10_000): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    clearInterval(this.reaper);
+    this.reaper?.stop();
     if (this.inFlight > 0) {
       await Promise.race([new Promise<void>((r) => (this.idle = r)), new Promise((r) => setTimeout(r, graceMs))]);
     }
@@ -486,14 +487,8 @@ function readId(raw: unknown): number | string | null {
   return RequestId.safeParse(id).success ? (id as number | string) : null;
 }
 
-const RUNTIME_CODES: Record<string, ErrorCode> = { closed: "shutting_down", reset_needed: "episode_done", unknown_episode: "internal_error" };
-
-/** Every failure as a protocol error body; unknown failures are internal errors with their message. */
+/** Every failure as a protocol error body (the wire's column of failure-table.ts); unknown failures are internal errors with their message. */
 export function errorBody(e: unknown): ErrorBody {
-  if (e instanceof ProtocolError) return { code: e.code, message: e.message };
-  if (e instanceof RuntimeError) {
-    const code = RUNTIME_CODES[e.code] ?? (isErrorCode(e.code) ? e.code : "internal_error");
-    return { code, message: e.message };
-  }
-  return { code: "internal_error", message: e instanceof Error ? e.message : String(e) };
+  const f = failureOf(e);
+  return { code: FAILURES[f.code].wire, message: f.message };
 }

@@ -1,14 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { ProtocolError } from "../../protocol/error-codes.js";
+import { ClosedMemory } from "../sessions/closed-memory.js";
+import { SessionQueue } from "../sessions/session-queue.js";
+import { sessionGone } from "../sessions/unknowns.js";
 
 export interface Session {
   id: string;
   /** The runtime episode currently played in this session; null after a failed re-reset. */
   episodeId: string | null;
-  lastUsed: number;
-  /** Requests on one session run one at a time, in arrival order. */
-  tail: Promise<unknown>;
-  busy: number;
+  /** Requests on one session run one at a time, in arrival order; its last use is the reaper's. */
+  queue: SessionQueue;
   /** The connection (ZeroMQ routing identity) that opened it: sessions per client are bounded. */
   owner: string;
 }
@@ -22,7 +23,7 @@ const TOMBSTONES = 100_000;
  */
 export class SessionTable {
   private readonly sessions = new Map<string, Session>();
-  private readonly tombstones = new Map<string, string>();
+  private readonly tombstones = new ClosedMemory(TOMBSTONES);
   private readonly perOwner = new Map<string, number>();
   private readonly prefix: string;
 
@@ -44,7 +45,7 @@ export class SessionTable {
     if (this.sessions.size >= this.maxSessions) throw new ProtocolError("too_many_sessions", `this replica holds its limit of ${this.maxSessions} sessions (max_sessions); close some`);
     const held = this.perOwner.get(owner) ?? 0;
     if (held >= this.maxPerClient) throw new ProtocolError("too_many_sessions", `this client holds its limit of ${this.maxPerClient} sessions on this replica (max_sessions_per_client); close some`);
-    const s: Session = { id: this.prefix + randomBytes(16).toString("hex"), episodeId: null, lastUsed: Date.now(), tail: Promise.resolve(), busy: 0, owner };
+    const s: Session = { id: this.prefix + randomBytes(16).toString("hex"), episodeId: null, queue: new SessionQueue(), owner };
     this.sessions.set(s.id, s);
     this.perOwner.set(owner, held + 1);
     return s;
@@ -53,16 +54,13 @@ export class SessionTable {
   get(id: string): Session {
     const s = this.sessions.get(id);
     if (s) {
-      s.lastUsed = Date.now();
+      s.queue.lastUsed = Date.now();
       return s;
     }
     const why = this.tombstones.get(id);
-    if (why) throw new ProtocolError("session_closed", `session ${id} was ${why}`);
     const m = /^s-(\d+)-([0-9a-f]+)-/.exec(id);
-    if (m && Number(m[1]) === this.replica && this.previousInstances.includes(m[2]!)) {
-      throw new ProtocolError("session_lost", `session ${id} was lost: replica ${this.replica} restarted (its process died) and sessions do not survive that`);
-    }
-    throw new ProtocolError("unknown_session", `no session ${id} on replica ${this.replica}`);
+    const lost = m && Number(m[1]) === this.replica && this.previousInstances.includes(m[2]!) ? `replica ${this.replica} restarted (its process died) and sessions do not survive that` : undefined;
+    throw sessionGone(id, why === undefined ? undefined : `was ${why}`, ` on replica ${this.replica}`, lost);
   }
 
   /** Forgets a session, remembering why. Returns it if it was open. */
@@ -73,8 +71,7 @@ export class SessionTable {
     const held = (this.perOwner.get(s.owner) ?? 1) - 1;
     if (held > 0) this.perOwner.set(s.owner, held);
     else this.perOwner.delete(s.owner);
-    this.tombstones.set(id, why);
-    if (this.tombstones.size > TOMBSTONES) this.tombstones.delete(this.tombstones.keys().next().value!);
+    this.tombstones.remember(id, why);
     return s;
   }
 
@@ -84,7 +81,7 @@ export class SessionTable {
 
   /** Sessions idle (and not busy) since before `cutoff`. */
   idleSince(cutoff: number): Session[] {
-    return [...this.sessions.values()].filter((s) => s.busy === 0 && s.lastUsed < cutoff);
+    return [...this.sessions.values()].filter((s) => !s.queue.busy && s.queue.lastUsed < cutoff);
   }
 
   all(): Session[] {

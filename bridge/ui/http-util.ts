@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { asClientAbort } from "../mcp/http-timeouts.js";
+import { failureOf, FAILURES, isFailure } from "../sessions/failure-table.js";
 
 /** An error the API answers with `{error: {code, message}}`; `code` is a protocol error code where one fits. */
 export class ApiError extends Error {
@@ -13,25 +14,16 @@ export class ApiError extends Error {
   }
 }
 
-/** HTTP status for the runtime's error codes (anything unlisted is the env's or the request's fault, not ours). */
-const STATUS: Record<string, number> = {
-  bad_request: 400,
-  invalid_argument: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  unknown_scenario: 404,
-  unknown_episode: 404,
-  unknown_env: 404,
-  unknown_snapshot: 404,
-  not_found: 404,
-  episode_done: 409,
-  too_many_episodes: 429,
-  request_too_large: 413,
-  internal_error: 500,
-};
-
-export function statusFor(code: string): number {
-  return STATUS[code] ?? 422;
+/**
+ * A failure of the session service or the runtime as this API answers it (the UI's column of
+ * failure-table.ts); an ApiError stays as it is, and anything else (a bug of ours) passes through
+ * for the server to log and answer 500.
+ */
+export function asApiError(e: unknown): Error {
+  if (e instanceof ApiError || !isFailure(e)) return e instanceof Error ? e : new Error(String(e));
+  const f = failureOf(e);
+  const ui = FAILURES[f.code].ui;
+  return new ApiError(ui.status, ui.code, f.message);
 }
 
 /** Request bodies are small JSON documents (an action, a list of episode ids): anything bigger is refused before it is read. */

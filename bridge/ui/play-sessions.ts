@@ -1,6 +1,11 @@
-import { EnvRuntime, RuntimeError, type ForkResult, type ResetResult } from "../engine/env-runtime.js";
+import type { EnvRuntime, ForkResult, ResetResult } from "../engine/env-runtime.js";
 import type { RewardInfo, StepResult } from "../episode/episode.js";
-import { ApiError, statusFor } from "./http-util.js";
+import { failureOf } from "../sessions/failure-table.js";
+import { IdleReaper } from "../sessions/idle-reaper.js";
+import { SessionQueue } from "../sessions/session-queue.js";
+import { UndoPoints } from "../sessions/undo-points.js";
+import { requireScenario, sessionGone } from "../sessions/unknowns.js";
+import { ApiError, asApiError } from "./http-util.js";
 
 export interface PlayOptions {
   /** An episode nobody touched for this long is closed. @unit ms @default 1_800_000 */
@@ -21,12 +26,13 @@ interface Live {
   page: string;
   scenarioId: string;
   mode: "task" | "conversation";
-  lastUsed: number;
+  /** This episode's requests one at a time (a step, an undo and a branch each take several runtime calls that must not interleave); its last use is the reaper's. */
+  queue: SessionQueue;
   ended: boolean;
   /** Steps taken (after an undo: the step it went back to). */
   step: number;
   /** Snapshots taken before each step (and before a finish), oldest first: where undo can go back to. */
-  history: { step: number; snapshot_id: string }[];
+  history: UndoPoints;
   /** An agent run playing this episode: steps from anyone else are refused until it ends. */
   agent: string | null;
 }
@@ -51,12 +57,7 @@ export interface ScoreError {
 
 function scoreError(e: unknown): ScoreError {
   const x = asApiError(e);
-  return { error: x instanceof ApiError ? { code: x.code, message: x.message } : { code: "internal_error", message: String((x)?.message ?? x) } };
-}
-
-function asApiError(e: unknown): Error {
-  if (e instanceof RuntimeError) return new ApiError(statusFor(e.code), e.code, e.message);
-  return e instanceof Error ? e : new Error(String(e));
+  return { error: x instanceof ApiError ? { code: x.code, message: x.message } : { code: "internal_error", message: failureOf(x).message } };
 }
 
 /**
@@ -68,32 +69,27 @@ function asApiError(e: unknown): Error {
  */
 export class PlaySessions {
   private readonly live = new Map<string, Live>();
-  /** Each episode's requests one at a time: a step, an undo and a branch each take several runtime calls that must not interleave. */
-  private readonly tails = new Map<string, Promise<unknown>>();
-  private readonly sweeper: NodeJS.Timeout;
+  private readonly sweeper: IdleReaper;
 
   constructor(
     private readonly rt: EnvRuntime,
     private readonly options: PlayOptions,
   ) {
-    this.sweeper = setInterval(() => void this.sweep(), Math.min(30_000, Math.max(1000, (options.idleMs ?? 1_800_000) / 4)));
-    this.sweeper.unref();
+    this.sweeper = new IdleReaper(options.idleMs ?? 1_800_000, (cutoff) => this.sweep(cutoff), 1000, 30_000);
   }
 
   private touch(id: string): Live {
     const l = this.live.get(id);
-    if (!l) throw new ApiError(404, "unknown_episode", `no episode ${id} (closed, idle too long, or never started)`);
-    l.lastUsed = Date.now();
+    if (!l) throw gone(id);
+    l.queue.lastUsed = Date.now();
     return l;
   }
 
-  /** Runs `fn` after the episode's earlier requests; runtime errors become API errors. */
+  /** Runs `fn` after the episode's earlier requests (it may have closed meanwhile); failures become API errors. */
   private serial<T>(id: string, fn: (l: Live) => Promise<T>): Promise<T> {
-    const run = (this.tails.get(id) ?? Promise.resolve()).then(() => fn(this.touch(id))).catch((e) => Promise.reject(asApiError(e)));
-    const tail = run.catch(() => undefined);
-    this.tails.set(id, tail);
-    void tail.then(() => this.tails.get(id) === tail && this.tails.delete(id));
-    return run;
+    const l = this.live.get(id);
+    if (!l) return Promise.reject(gone(id));
+    return l.queue.run(() => fn(this.touch(id))).catch((e: unknown) => Promise.reject(asApiError(e)));
   }
 
   private checkAgent(l: Live, agent: string | undefined): void {
@@ -106,7 +102,7 @@ export class PlaySessions {
   }
 
   private undoInfo(l: Live, snapshotError?: { code: string; message: string }): UndoInfo {
-    return { steps: l.history.map((h) => h.step), ...(snapshotError ? { snapshot_error: snapshotError } : {}) };
+    return { steps: l.history.steps, ...(snapshotError ? { snapshot_error: snapshotError } : {}) };
   }
 
   private admit(): void {
@@ -122,7 +118,11 @@ export class PlaySessions {
   /** Throws what start() would refuse before running anything: an unknown scenario, too many episodes. */
   checkStart(scenarioId: string): void {
     this.admit();
-    if (!this.rt.registry.scenario(scenarioId)) throw new ApiError(404, "unknown_scenario", `no scenario ${scenarioId}`);
+    try {
+      requireScenario(this.rt.registry, scenarioId);
+    } catch (e) {
+      throw asApiError(e);
+    }
   }
 
   async start(page: string, scenarioId: string, seed: number | undefined): Promise<ResetResult & { state: unknown; live_scoring: boolean; score: Score | ScoreError | null; undo: UndoInfo }> {
@@ -137,7 +137,7 @@ export class PlaySessions {
     } finally {
       this.starting--;
     }
-    const l: Live = { page, scenarioId, mode: found.scenario.mode, lastUsed: Date.now(), ended: false, step: 0, history: [], agent: null };
+    const l: Live = { page, scenarioId, mode: found.scenario.mode, queue: new SessionQueue(), ended: false, step: 0, history: new UndoPoints(this.rt), agent: null };
     this.live.set(r.episode_id, l);
     // the full state goes once, whatever its size: the page applies each step's diff to it
     const state: unknown = JSON.parse(await this.rt.state(r.episode_id).catch((e) => Promise.reject(asApiError(e))));
@@ -145,36 +145,17 @@ export class PlaySessions {
     return { ...r, state, live_scoring: true, score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(l) };
   }
 
-  /** Snapshots the episode before a step or finish; a refused snapshot (over a limit) is reported, not thrown. */
-  private async before(id: string, l: Live): Promise<{ taken: string | null; error?: { code: string; message: string } }> {
-    try {
-      const s = await this.rt.snapshot(id);
-      l.history.push({ step: l.step, snapshot_id: s.snapshot_id });
-      return { taken: s.snapshot_id };
-    } catch (e) {
-      if (e instanceof RuntimeError && e.code === "too_large") return { taken: null, error: { code: e.code, message: `this step cannot be undone: ${e.message}` } };
-      throw e;
-    }
-  }
-
-  /** The step did not happen (the runtime refused it): its snapshot goes too. */
-  private async unBefore(l: Live, taken: string | null): Promise<void> {
-    if (!taken) return;
-    l.history = l.history.filter((h) => h.snapshot_id !== taken);
-    await this.rt.dropSnapshot(taken).catch(() => undefined);
-  }
-
   /** `agent`: the id of the agent run stepping (anyone else is refused while one plays). */
   step(id: string, action: unknown, agent?: string): Promise<{ result: StepResult; state?: unknown; score: Score | ScoreError | null; undo: UndoInfo }> {
     return this.serial(id, async (l) => {
       this.checkAgent(l, agent);
       if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended: undo, branch, or start a new one`);
-      const snap = await this.before(id, l);
+      const snap = await l.history.take(id, l.step);
       let result: StepResult;
       try {
         result = await this.rt.step(id, action);
       } catch (e) {
-        await this.unBefore(l, snap.taken);
+        await l.history.untake(snap.taken);
         throw e;
       }
       l.step = result.info.step;
@@ -191,12 +172,12 @@ export class PlaySessions {
       this.checkAgent(l, agent);
       if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended`);
       // finishing can be undone too: back to the open episode as it was
-      const snap = await this.before(id, l);
+      const snap = await l.history.take(id, l.step);
       let result: StepResult;
       try {
         result = await this.rt.finish(id);
       } catch (e) {
-        await this.unBefore(l, snap.taken);
+        await l.history.untake(snap.taken);
         throw e;
       }
       l.ended = true;
@@ -247,22 +228,21 @@ export class PlaySessions {
   undo(id: string, toStep?: number): Promise<{ step: number; state_hash: string; state: unknown; score: Score | ScoreError; undo: UndoInfo }> {
     return this.serial(id, async (l) => {
       this.checkAgent(l, undefined);
-      const at = toStep === undefined ? l.history.length - 1 : l.history.findIndex((h) => h.step === toStep);
+      const at = l.history.indexOf(toStep);
       if (at < 0) {
-        throw new ApiError(409, "nothing_to_undo", toStep === undefined ? "there is no earlier step to go back to" : `no snapshot of step ${toStep} is held (the ones held: ${l.history.map((h) => h.step).join(", ") || "none"})`);
+        throw new ApiError(409, "nothing_to_undo", toStep === undefined ? "there is no earlier step to go back to" : `no snapshot of step ${toStep} is held (the ones held: ${l.history.describe()})`);
       }
-      const target = l.history[at]!;
+      const target = l.history.at(at)!;
       let r: ForkResult;
       try {
         r = await this.rt.restoreSnapshot(id, target.snapshot_id);
       } catch (e) {
         // a snapshot lost with a stopped engine worker is refused before anything changes: it goes from the list
-        if (e instanceof RuntimeError && e.code === "unknown_snapshot") l.history.splice(at, 1);
+        if (failureOf(e).code === "unknown_snapshot") l.history.lost(at);
         if (!this.runtimeHas(id)) this.live.delete(id);
         throw e;
       }
-      const dropped = l.history.splice(at);
-      for (const h of dropped) await this.rt.dropSnapshot(h.snapshot_id).catch(() => undefined);
+      await l.history.dropFrom(at);
       l.step = r.step;
       l.ended = false;
       const state: unknown = JSON.parse(await this.rt.state(id));
@@ -284,11 +264,11 @@ export class PlaySessions {
         if (l.ended) throw new ApiError(409, "episode_done", "an ended episode can only be branched from one of its earlier steps");
         r = await this.rt.fork({ episode_id: id });
       } else {
-        const h = l.history.find((x) => x.step === atStep);
-        if (!h) throw new ApiError(409, "nothing_to_undo", `no snapshot of step ${atStep} is held (the ones held: ${l.history.map((x) => x.step).join(", ") || "none"})`);
+        const h = l.history.find(atStep);
+        if (!h) throw new ApiError(409, "nothing_to_undo", `no snapshot of step ${atStep} is held (the ones held: ${l.history.describe()})`);
         r = await this.rt.fork({ snapshot_id: h.snapshot_id });
       }
-      const child: Live = { page: l.page, scenarioId: l.scenarioId, mode: l.mode, lastUsed: Date.now(), ended: false, step: r.step, history: [], agent: null };
+      const child: Live = { page: l.page, scenarioId: l.scenarioId, mode: l.mode, queue: new SessionQueue(), ended: false, step: r.step, history: new UndoPoints(this.rt), agent: null };
       this.live.set(r.episode_id, child);
       const state: unknown = JSON.parse(await this.rt.state(r.episode_id));
       return { ...r, state, score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(child), parent: id };
@@ -332,10 +312,8 @@ export class PlaySessions {
     return ids.length;
   }
 
-  private async sweep(): Promise<void> {
-    const limit = this.options.idleMs ?? 1_800_000;
-    const now = Date.now();
-    for (const [id, l] of [...this.live]) if (!l.agent && now - l.lastUsed > limit) await this.close(id);
+  private async sweep(cutoff: number): Promise<void> {
+    for (const [id, l] of [...this.live]) if (!l.agent && !l.queue.busy && l.queue.lastUsed < cutoff) await this.close(id);
   }
 
   count(): number {
@@ -343,9 +321,14 @@ export class PlaySessions {
   }
 
   async dispose(): Promise<void> {
-    clearInterval(this.sweeper);
+    this.sweeper.stop();
     for (const id of [...this.live.keys()]) await this.close(id);
   }
+}
+
+/** An episode this UI does not hold (the UI names its sessions by their episode). */
+function gone(id: string): Error {
+  return asApiError(sessionGone(id, undefined, " (closed, idle too long, or never started)", undefined, "episode"));
 }
 
 function final(r: StepResult): Score {

@@ -6,7 +6,7 @@ import { EnvRuntime } from "../engine/env-runtime.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import { AgentRuns, agentRequest } from "./agent-runs.js";
 import { EnvCatalog } from "./env-catalog.js";
-import { ApiError, readJsonBody, sendError, sendJson, str } from "./http-util.js";
+import { ApiError, asApiError, readJsonBody, sendError, sendJson, str } from "./http-util.js";
 import { PlaySessions } from "./play-sessions.js";
 import { TrajectoryLibrary } from "./trajectory-library.js";
 import { hostAllowed, isLoopback, newToken, originAllowed, TOKEN_COOKIE, tokenOk } from "./ui-auth.js";
@@ -139,7 +139,9 @@ export class UiServer {
       // the client went away mid-upload: nothing to answer, and no bug of ours
       if (e instanceof ClientAborted) return void res.destroy();
       if (res.headersSent) return void res.end();
-      if (e instanceof ApiError) return sendError(res, e);
+      // a failure of the session service or the runtime answers as the failure table says
+      const failure = asApiError(e);
+      if (failure instanceof ApiError) return sendError(res, failure);
       // anything else is a bug of ours, not of the env or the request
       console.error("envscaler ui: internal error:", e);
       sendError(res, new ApiError(500, "internal_error", (e as Error)?.message ?? String(e)));

@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { ClosedResults, type ClosedResult } from "../../bridge/mcp/closed-results.js";
+import { ClosedResults, type ClosedResult } from "../../bridge/sessions/closed-results.js";
 import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
 import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
 import { createLogger } from "../../bridge/server/logger.js";

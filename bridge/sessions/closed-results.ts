@@ -1,7 +1,5 @@
-import type { EpisodeScore } from "./mcp-episode.js";
-
 /** What is kept of a session once it closed: enough for a trainer that asks after the client left. */
-export interface ClosedResult {
+export interface ClosedResult<Score = unknown> {
   session_id: string;
   rollout: string | null;
   scenario_id: string | null;
@@ -9,7 +7,7 @@ export interface ClosedResult {
   episode_id: string | null;
   steps: number;
   /** The score when the episode had ended (a terminal step, or the trainer's finish) before the close; null when it had not. */
-  score: EpisodeScore | null;
+  score: Score | null;
   closed: string;
   closed_at: number;
 }
@@ -22,20 +20,20 @@ export const RESULT_MEMORY = { maxCount: 10_000, ttlS: 3600 };
  * there are `maxCount`, each dropped `ttlS` seconds after its close. Bounded both ways, so a
  * trainer that never asks costs a fixed amount of memory.
  */
-export class ClosedResults {
-  private readonly byId = new Map<string, ClosedResult>();
+export class ClosedResults<Score = unknown> {
+  private readonly byId = new Map<string, ClosedResult<Score>>();
   private readonly byRollout = new Map<string, string>();
 
   constructor(private readonly limits = RESULT_MEMORY) {}
 
-  add(r: ClosedResult): void {
+  add(r: ClosedResult<Score>): void {
     this.byId.set(r.session_id, r);
     if (r.rollout !== null) this.byRollout.set(r.rollout, r.session_id);
     while (this.byId.size > this.limits.maxCount) this.drop(this.byId.keys().next().value!);
   }
 
   /** By session id or rollout tag; null when unknown, dropped or expired. */
-  get(idOrRollout: string, now = Date.now()): ClosedResult | null {
+  get(idOrRollout: string, now = Date.now()): ClosedResult<Score> | null {
     this.expire(now);
     return this.byId.get(idOrRollout) ?? this.byId.get(this.byRollout.get(idOrRollout) ?? "") ?? null;
   }
