@@ -3,6 +3,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
 import { reportCallDeadlines } from "../engine/watched-worker.js";
+import { SandboxHost } from "../sandbox/sandbox-host.js";
 import { checkBundle, type CheckReport } from "./check-bundle.js";
 
 process.env.TZ = "UTC";
@@ -14,13 +15,15 @@ interface CheckWorkerInit {
 }
 const init = workerData as CheckWorkerInit;
 const port = parentPort!;
-reportCallDeadlines(init.watch);
+// this worker's sandboxes, watched by its parent
+const sandboxes = new SandboxHost({ monitor: reportCallDeadlines(init.watch), label: "check worker" });
 
 let report: CheckReport;
 try {
-  report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }), probes: init.probes });
+  report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }), probes: init.probes, sandboxes });
 } catch (e) {
   if (!(e instanceof BundleLoadError)) throw e;
   report = { envId: init.dir, dir: init.dir, tools: 0, scenarios: 0, problems: e.problems.map((p) => `${p.file}: ${p.message}`), warnings: [], probes: {} };
 }
 port.postMessage({ report });
+sandboxes.dispose();

@@ -5,7 +5,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { parentPort, workerData } from "node:worker_threads";
 import { EnvRegistry } from "../../envs/registry.js";
-import { setCallMonitor } from "../sandbox/sandbox.js";
 import { EngineHost } from "./engine-host.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
 
@@ -22,15 +21,16 @@ const port = parentPort!;
 const watch = new Float64Array(init.watch);
 const current = new AsyncLocalStorage<number>();
 
-setCallMonitor({
-  start(deadlineMs) {
+/** Each guest call's deadline, published to the pool's watchdog through the engine's sandbox host. */
+const monitor = {
+  start(deadlineMs: number) {
     watch[WATCH_EPISODE] = current.getStore() ?? -1;
     watch[WATCH_DEADLINE] = deadlineMs;
   },
   end() {
     watch[WATCH_DEADLINE] = 0;
   },
-});
+};
 
 // replies finished in the same turn go back in one message (see EnvRuntime.flush)
 let outbox: EngineReply[] = [];
@@ -66,7 +66,7 @@ function send(batch: EngineReply[]): void {
   }
 }
 
-const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run) });
+const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run), monitor });
 port.on("message", (batch: (EngineRequest & { slot: number })[]) => {
   for (const req of batch) host.accept(req);
 });

@@ -12,6 +12,7 @@ import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
 import { MAX_ACTION_DEPTH, valueShape } from "../episode/action-limits.js";
 import { EngineHost } from "./engine-host.js";
+import type { CallMonitor } from "../sandbox/sandbox-host.js";
 import { workerModule } from "./worker-module.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";
 
@@ -71,6 +72,8 @@ export interface RuntimeOptions {
   maxSnapshotsPerEpisode?: number;
   /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
   maxSnapshotBytes?: number;
+  /** With `workers: 0`: told of each guest call's deadline in this thread (the replica's last-resort watchdog). */
+  callMonitor?: CallMonitor;
 }
 
 /** What an episode's reset recorded, repeated in the start record of each fork of it so `replay` can re-execute the fork. */
@@ -218,6 +221,7 @@ export class EnvRuntime {
     const engine: Engine = { index: 0, worker: null, host: null, watch: new Float64Array(2), ready: Promise.resolve(), pending: new Map(), episodes: new Set(), restarts: [], stopping: false, outbox: [] };
     engine.host = new EngineHost({
       registry: this.registry,
+      ...(this.options.callMonitor ? { monitor: this.options.callMonitor } : {}),
       reply: (reply) => {
         const p = engine.pending.get(reply.id);
         if (!p) return;
@@ -903,7 +907,8 @@ export class EnvRuntime {
       this.engines.map((e) => {
         e.stopping = true;
         for (const p of e.pending.values()) p.resolve({ id: 0, ok: false, error: { code: "closed", message: "the runtime closed" } });
-        // the in-thread engine has no thread to end: its sandboxes go with its episodes
+        // the in-thread engine has no thread to end: it closes its episodes and disposes its sandbox host
+        e.host?.close();
         return e.worker ? e.worker.terminate() : Promise.resolve(0);
       }),
     );

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { setCallMonitor } from "../sandbox/sandbox.js";
+import type { CallMonitor } from "../sandbox/sandbox-host.js";
 import { ENGINE_STACK_MB } from "../sandbox/limits.js";
 import { workerModule } from "./worker-module.js";
 
@@ -57,15 +57,15 @@ export async function runWatchedWorker<T>(run: WatchedWorkerRun<T>): Promise<T> 
   }
 }
 
-/** In the worker: publishes each guest call's deadline to the parent's watchdog (runWatchedWorker). */
-export function reportCallDeadlines(buffer: SharedArrayBuffer): void {
+/** In the worker: a call monitor (for the worker's SandboxHost) that publishes each guest call's deadline to the parent's watchdog (runWatchedWorker). */
+export function reportCallDeadlines(buffer: SharedArrayBuffer): CallMonitor {
   const watch = new Float64Array(buffer);
-  setCallMonitor({
+  return {
     start(deadlineMs) {
       watch[0] = deadlineMs;
     },
     end() {
       watch[0] = 0;
     },
-  });
+  };
 }

@@ -9,7 +9,6 @@ import { parentPort, workerData } from "node:worker_threads";
 import { EnvRuntime } from "../engine/env-runtime.js";
 import { WATCH_DEADLINE } from "../engine/messages.js";
 import { TrajectoryWriter } from "../record/trajectory-writer.js";
-import { setCallMonitor } from "../sandbox/sandbox.js";
 import { BridgeServer } from "./bridge-server.js";
 import { createLogger } from "./logger.js";
 import type { ReplicaConfig, ReplicaMessage } from "./replica-config.js";
@@ -25,20 +24,20 @@ async function main(): Promise<void> {
   const log = createLogger("envscaler-replica", { replica: config.replica });
   // guest calls made on this thread report their deadlines to the main thread's watchdog
   const watch = new Float64Array(watchBuffer);
-  setCallMonitor({
-    start(deadlineMs) {
+  const callMonitor = {
+    start(deadlineMs: number) {
       watch[WATCH_DEADLINE] = deadlineMs;
     },
     end() {
       watch[WATCH_DEADLINE] = 0;
     },
-  });
+  };
   const zap = config.curve ? await ZapHandler.start(config.curve.allow) : null;
   // one file per replica process: a restarted replica never appends behind a torn tail
   const recorder = config.recordDir ? new TrajectoryWriter(join(config.recordDir, `replica-${config.replica}-${new Date().toISOString().replace(/[:.]/g, "")}-${process.pid}.jsonl`), { onFailure: config.recordFailure, onUnavailable: (reason) => log.error({ reason }, "recording unavailable") }) : null;
   const { envs, workers, user, maxRestartsPerMinute, hardStopGraceMs, warmSessions } = config;
   const onHardStop = (event: object) => log.warn(event, "a guest call overran its deadline by the grace: its engine worker was replaced, the worker's other episodes restored");
-  const runtime = await EnvRuntime.start({ envs, workers, user, recorder, maxRestartsPerMinute, hardStopGraceMs, warmSessions, onHardStop, ...config.episodeLimits });
+  const runtime = await EnvRuntime.start({ envs, workers, user, recorder, maxRestartsPerMinute, hardStopGraceMs, warmSessions, onHardStop, callMonitor, ...config.episodeLimits });
   const server = new BridgeServer({ runtime, endpoint: config.endpoint, replica: config.replica, previousInstances: config.previousInstances, limits: config.limits, curve: config.curve, logger: log });
   const endpoint = await server.start();
   log.info({ endpoint, instance: server.instance, curve: Boolean(config.curve), recording: recorder?.path ?? null, workers }, "replica serving");

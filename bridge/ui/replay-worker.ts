@@ -4,6 +4,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { replayAll } from "../record/replay.js";
 import type { RecordedEpisode } from "../record/trajectory-reader.js";
 import { reportCallDeadlines } from "../engine/watched-worker.js";
+import { SandboxHost } from "../sandbox/sandbox-host.js";
 
 process.env.TZ = "UTC";
 
@@ -13,7 +14,9 @@ interface ReplayWorkerInit {
   watch: SharedArrayBuffer;
 }
 const init = workerData as ReplayWorkerInit;
-reportCallDeadlines(init.watch);
+// this worker's sandboxes, watched by its parent's watchdog
+const sandboxes = new SandboxHost({ monitor: reportCallDeadlines(init.watch), label: "replay worker" });
 
-const [result] = await replayAll(init.envs, [init.episode]);
+const [result] = await replayAll(init.envs, [init.episode], sandboxes);
+sandboxes.dispose();
 parentPort!.postMessage({ result });
