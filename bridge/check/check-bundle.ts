@@ -5,6 +5,7 @@ import { EnvLoadError, EnvSession } from "../episode/env-session.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { ToolValidator } from "../episode/tool-validator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import { SandboxHost } from "../sandbox/sandbox-host.js";
 import { bundleInitialState, bundleStateBase } from "../state/bundle-state.js";
 import { type GamingProbe, probeGaming } from "./gaming-probes.js";
 import { CHECK_SEED, runScenario } from "./run-scenario.js";
@@ -27,6 +28,8 @@ export interface CheckOptions {
   onProgress?: (stage: string) => void;
   /** Run the gaming probes (gaming-probes.ts) on each scenario. @default true */
   probes?: boolean;
+  /** The sandbox host the check's sandboxes take instances from (the check worker's); none: one of its own, disposed when the check ends. */
+  sandboxes?: SandboxHost;
 }
 
 /** A random agent's 1.0, or a reference solution none of whose steps is needed, is a problem; a write whose effect is unchecked, a warning. */
@@ -57,7 +60,7 @@ function describeFailures(result: StepResult): string {
  * whose code is broken (a TypeError on any call, like a synthesized add_to_cart that reads a field
  * of undefined) fails the check instead of passing untested.
  */
-async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progress: (stage: string) => void): Promise<void> {
+async function probeUncalledTools(sandboxes: SandboxHost, bundle: EnvBundle, report: CheckReport, progress: (stage: string) => void): Promise<void> {
   const m = bundle.manifest;
   const called = new Set([...bundle.scenarios.values()].flatMap((s) => (s.reference_actions ?? []).map((a) => a.name)));
   const validator = ToolValidator.for(m.tools);
@@ -77,7 +80,7 @@ async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progre
       continue;
     }
     progress(`${m.source_file}: probing ${name}, which no reference solution calls`);
-    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: CHECK_SEED });
+    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: CHECK_SEED, sandboxes });
     try {
       const out = session.call(name, args as Record<string, unknown>);
       if (out.kind === "error" && PROGRAMMING_ERRORS.has(out.error.name)) {
@@ -99,13 +102,19 @@ async function probeUncalledTools(bundle: EnvBundle, report: CheckReport, progre
  * solution scores 1.0 and doing nothing scores below 1.0.
  */
 export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {}): Promise<CheckReport> {
+  if (options.sandboxes) return checkWith(options.sandboxes, bundle, options);
+  using sandboxes = new SandboxHost({ label: "checkBundle" });
+  return await checkWith(sandboxes, bundle, options);
+}
+
+async function checkWith(sandboxes: SandboxHost, bundle: EnvBundle, options: CheckOptions): Promise<CheckReport> {
   const progress = options.onProgress ?? (() => {});
   const report: CheckReport = { envId: bundle.id, dir: bundle.dir, tools: bundle.manifest.tools.length, scenarios: bundle.scenarios.size, problems: [], warnings: [], probes: {} };
   const m = bundle.manifest;
 
   progress(`${m.source_file}: loading class ${m.class_name}`);
   try {
-    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: CHECK_SEED });
+    const session = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: CHECK_SEED, sandboxes });
     const toolNames = m.tools.map((t) => t.function.name);
     const missing = toolNames.filter((n) => !session.methods.includes(n));
     if (missing.length) report.problems.push(`${m.source_file}: class ${m.class_name} has no method for tools ${missing.join(", ")}`);
@@ -139,7 +148,7 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     for (const id of bundle.scenarios.keys()) fit(`scenarios.json ${id}`, bundleInitialState(bundle, id));
   }
 
-  const refs = new ReferenceCache();
+  const refs = new ReferenceCache(sandboxes);
   for (const scenario of bundle.scenarios.values()) {
     const label = `scenarios.json ${scenario.id}`;
     if (scenario.checks.length === 0) report.warnings.push(`${label}: no checks, so every episode scores 0`);
@@ -178,6 +187,6 @@ export async function checkBundle(bundle: EnvBundle, options: CheckOptions = {})
     }
   }
   // last: a probe may hit a tool that hangs, and the scenarios' own findings come first
-  await probeUncalledTools(bundle, report, progress);
+  await probeUncalledTools(sandboxes, bundle, report, progress);
   return report;
 }

@@ -3,7 +3,8 @@
 // publishes guest calls' deadlines to that watchdog. Nothing here outlives the bundle it checks.
 import { parentPort } from "node:worker_threads";
 import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
-import { workerInput } from "../engine/worker-thread.js";
+import { workerInput, workerMonitor } from "../engine/worker-thread.js";
+import { SandboxHost } from "../sandbox/sandbox-host.js";
 import { checkBundle, type CheckReport } from "./check-bundle.js";
 
 export interface CheckWorkerInput {
@@ -13,11 +14,14 @@ export interface CheckWorkerInput {
 
 const init = workerInput<CheckWorkerInput>();
 const port = parentPort!;
+// this worker's sandboxes, watched by its starter's watchdog
+const sandboxes = new SandboxHost({ monitor: workerMonitor(), label: "check worker" });
 let report: CheckReport;
 try {
-  report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }), probes: init.probes });
+  report = await checkBundle(loadBundle(init.dir), { onProgress: (stage) => port.postMessage({ stage }), probes: init.probes, sandboxes });
 } catch (e) {
   if (!(e instanceof BundleLoadError)) throw e;
   report = { envId: init.dir, dir: init.dir, tools: 0, scenarios: 0, problems: e.problems.map((p) => `${p.file}: ${p.message}`), warnings: [], probes: {} };
 }
 port.postMessage({ report });
+sandboxes.dispose();

@@ -30,6 +30,8 @@ export async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: R
     seed,
     episodeId: `check-${scenario.id}`,
     reference: () => refs.get(bundle, scenario.id, CHECK_SEED),
+    // the check's sandbox host, the one its reference replays use
+    sandboxes: refs.sandboxes,
   });
   const toolErrors: string[] = [];
   const refusals: string[] = [];

@@ -1,5 +1,5 @@
 import { DEFAULT_FUEL_ALLOWANCE } from "../sandbox/wasm-fuel.js";
-import { Machine, newBlankInstance } from "../sandbox/quickjs-machine.js";
+import { dropInstance, Machine, newBlankInstance } from "../sandbox/quickjs-machine.js";
 
 export interface SyntaxErrorLocation {
   line: number;
@@ -31,6 +31,14 @@ export async function syntaxErrorLocation(source: string, filename: string): Pro
       return DEFAULT_FUEL_ALLOWANCE;
     },
   });
+  try {
+    return locate(machine, source, filename);
+  } finally {
+    dropInstance(machine.instance); // never recycled; given up here, not left to whoever drops the last reference
+  }
+}
+
+function locate(machine: Machine, source: string, filename: string): SyntaxErrorLocation | null {
   let result;
   try {
     result = machine.eval(source, filename, true);

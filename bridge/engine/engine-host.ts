@@ -12,6 +12,7 @@ import { OpenAIUserSimulator, UserSimulatorError, type UserConversation, type Us
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { CoreErrorCode } from "../../protocol/error-codes.js";
 import type { EngineError, EngineOp, EngineReply, RequestOf, ResultOf } from "./messages.js";
+import { SandboxHost, type CallMonitor } from "../sandbox/sandbox-host.js";
 
 interface Hosted {
   episode: Episode;
@@ -46,11 +47,15 @@ export interface EngineHostOptions {
   reply: (r: EngineReply) => void;
   /** Wraps the handling of each request (the worker notes whose guest call is running, for its watchdog). */
   around?: <T>(slot: number, run: () => T) => T;
+  /** Told of each guest call's deadline (the thread's watchdog), through this engine's sandbox host. */
+  monitor?: CallMonitor | null;
 }
 
 export class EngineHost {
   private readonly registry: EnvRegistry;
-  private readonly references = new ReferenceCache();
+  /** This engine's wasm instances and sandboxes: made with the engine, disposed by close(). */
+  readonly sandboxes: SandboxHost;
+  private readonly references: ReferenceCache;
   private readonly hosted = new Map<string, Hosted>();
   /** Snapshots live in the engine that took them (their images are this thread's memory). */
   private readonly snapshots = new Map<string, EpisodeSnapshot>();
@@ -64,11 +69,21 @@ export class EngineHost {
 
   constructor(private readonly options: EngineHostOptions) {
     this.registry = options.registry;
+    this.sandboxes = new SandboxHost({ monitor: options.monitor ?? null, label: "EngineHost" });
+    this.references = new ReferenceCache(this.sandboxes);
+  }
+
+  /** Closes every episode still hosted, then disposes the sandbox host (an engine in this thread; a worker's goes with its thread). */
+  close(): void {
+    for (const h of this.hosted.values()) h.episode.close();
+    this.hosted.clear();
+    this.snapshots.clear();
+    this.sandboxes.dispose();
   }
 
   /** Readies every env's image and `sessions` sandboxes; an env that does not load is reported by its first reset instead. */
   async warm(sessions: number): Promise<void> {
-    if (sessions > 0) for (const bundle of this.registry.list()) await warmEnv(bundle, sessions).catch(() => undefined);
+    if (sessions > 0) for (const bundle of this.registry.list()) await warmEnv(this.sandboxes, bundle, sessions).catch(() => undefined);
   }
 
   accept<O extends EngineOp>(req: RequestOf<O>): void {
@@ -112,7 +127,7 @@ export class EngineHost {
       snap = h.episode.snapshot(false);
     }
     const o = this.episodeOptions(req.episode, snap.scenarioId);
-    const episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(snap.seed) }, snap);
+    const episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(snap.seed), sandboxes: this.sandboxes }, snap);
     this.hosted.set(req.episode, { episode, repliesSent: episode.inputs.user_replies.length });
     // the tools the fork shows are its source's at that point (a multi-turn task may have added some)
     return { value: { step: snap.steps, state_hash: snap.stateHash, done: false, tool_names: snap.progress.visibleTools.map((t) => t.function.name) } };
@@ -131,7 +146,7 @@ export class EngineHost {
       const resume = (c: UserConversation) =>
         req.user ? OpenAIUserSimulator.resume(o.scenario.task, o.scenario.user_instructions ?? "", req.user, { messages: c.messages, prefill: [...c.prefill, ...inputs.user_replies] }, userSalt(o.scenario.id, from.seed)) : undefined;
       const snap = fromPortable(from, bundleStateBase(o.bundle, o.scenario.id), resume);
-      episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(from.seed) }, snap);
+      episode = await Episode.fromSnapshot({ bundle: o.bundle, scenario: o.scenario, episodeId: req.episode, reference: () => o.reference(from.seed), sandboxes: this.sandboxes }, snap);
     } else {
       episode = this.makeEpisode(req.episode, inputs.scenario_id, inputs.seed, req.user, [...inputs.user_replies]);
     }
@@ -158,7 +173,7 @@ export class EngineHost {
   private async importSnapshot(req: RequestOf<"import_snapshot">): Promise<Handled<"import_snapshot">> {
     const from = req.from;
     const o = this.episodeOptions(req.episode, from.scenarioId);
-    const local = await localEnvImage(o.bundle);
+    const local = await localEnvImage(this.sandboxes, o.bundle);
     const img = from.image;
     const m = img.machine;
     const incompatible = (why: string) => new RequestError("snapshot_incompatible", `blob: ${why}; export it from a bridge of the same version and env`);
@@ -185,7 +200,7 @@ export class EngineHost {
     const o = this.episodeOptions(episodeId, scenarioId);
     let sim: UserSimulator | undefined;
     if (o.scenario.mode === "conversation" && user) sim = new OpenAIUserSimulator(o.scenario.task, o.scenario.user_instructions ?? "", user, prefill, userSalt(o.scenario.id, seed));
-    return new Episode({ bundle: o.bundle, scenario: o.scenario, seed, episodeId, user: sim, reference: () => o.reference(seed) });
+    return new Episode({ bundle: o.bundle, scenario: o.scenario, seed, episodeId, user: sim, reference: () => o.reference(seed), sandboxes: this.sandboxes });
   }
 
   private static newReplies(h: Hosted): string[] {

@@ -1,4 +1,5 @@
 import type { EnvRegistry } from "../../envs/registry.js";
+import type { CallMonitor } from "../sandbox/sandbox-host.js";
 import type { Engine } from "./engine.js";
 import { InThreadEngine } from "./in-thread-engine.js";
 import type { EngineOp, RequestFields, ResultOf } from "./messages.js";
@@ -15,6 +16,8 @@ export interface EnginePoolOptions {
   warmSessions: number;
   /** Told when a worker's thread ends without being stopped (a crash). */
   onExit: (engine: Engine) => void;
+  /** With `workers: 0`: told of each guest call's deadline in this thread (RuntimeOptions.callMonitor). */
+  callMonitor?: CallMonitor | undefined;
 }
 
 /**
@@ -27,7 +30,7 @@ export class EnginePool {
   closed = false;
 
   constructor(private readonly options: EnginePoolOptions) {
-    if (options.workers === 0) this.engines.push(new InThreadEngine(options.registry, options.warmSessions));
+    if (options.workers === 0) this.engines.push(new InThreadEngine(options.registry, options.warmSessions, options.callMonitor ?? null));
     else for (let i = 0; i < options.workers; i++) this.engines.push(this.spawn(i));
   }
 

@@ -9,7 +9,7 @@ import { EnvRegistry } from "../../envs/registry.js";
 import { EngineHost } from "./engine-host.js";
 import type { EngineReply, EngineRequest } from "./messages.js";
 import { setCallOwner } from "./watchdog.js";
-import { workerInput } from "./worker-thread.js";
+import { workerInput, workerMonitor } from "./worker-thread.js";
 
 export interface EngineWorkerInput {
   envPaths: string[];
@@ -56,7 +56,7 @@ function send(batch: EngineReply[]): void {
   }
 }
 
-const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run) });
+const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run), monitor: workerMonitor() });
 port.on("message", (batch: EngineRequest[]) => {
   for (const req of batch) host.accept(req);
 });

@@ -44,7 +44,7 @@ export class EnvRuntime {
     const user = options.user ?? null;
     this.pool = new EnginePool({
       registry: this.registry, envs: options.envs, workers: options.workers === 0 ? 0 : Math.max(1, options.workers ?? 1), warmSessions: options.warmSessions ?? 0,
-      onExit: (engine) => void this.restarter.recover(engine, null),
+      onExit: (engine) => void this.restarter.recover(engine, null), callMonitor: options.callMonitor,
     });
     this.table = new EpisodeTable({ recorder: options.recorder ?? null, maxActionBytes: o.max_action_bytes, maxEpisodeInputBytes: o.max_episode_input_bytes, checkpointEvery: options.checkpointEvery ?? 64 });
     this.snapshots = new SnapshotStore({ registry: this.registry, perEpisode: o.max_snapshots_per_episode, totalBytes: o.max_snapshot_bytes, user }, this.pool, this.table);

@@ -1,4 +1,5 @@
 import type { EnvRegistry } from "../../envs/registry.js";
+import type { CallMonitor } from "../sandbox/sandbox-host.js";
 import { notHandedOver, type Engine, type Pending } from "./engine.js";
 import { EngineHost } from "./engine-host.js";
 import type { EngineOp, EngineReply, ReplyOf, RequestFields } from "./messages.js";
@@ -19,8 +20,8 @@ export class InThreadEngine implements Engine {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
 
-  constructor(registry: EnvRegistry, warmSessions: number) {
-    this.host = new EngineHost({ registry, reply: (reply) => this.answer(reply) });
+  constructor(registry: EnvRegistry, warmSessions: number, monitor: CallMonitor | null = null) {
+    this.host = new EngineHost({ registry, reply: (reply) => this.answer(reply), monitor });
     this.ready = this.host.warm(warmSessions);
   }
 
@@ -49,7 +50,8 @@ export class InThreadEngine implements Engine {
   }
 
   stop(): Promise<void> {
-    // its sandboxes go with its episodes; there is no thread to end
+    // there is no thread to end: its host closes its episodes and disposes its sandboxes
+    if (!this.stopping) this.host.close();
     this.stopping = true;
     return Promise.resolve();
   }

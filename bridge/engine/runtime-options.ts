@@ -1,3 +1,4 @@
+import type { CallMonitor } from "../sandbox/sandbox-host.js";
 // What EnvRuntime takes and answers (kept apart from the façade so its parts can share them).
 import type { ToolSchema } from "../../envs/bundle-schema.js";
 import type { Observation, ResetInfo } from "../episode/episode.js";
@@ -49,6 +50,8 @@ export interface RuntimeOptions {
   maxSnapshotsPerEpisode?: number;
   /** Memory all snapshots of this runtime may hold together. @unit bytes @default 1 GiB */
   maxSnapshotBytes?: number;
+  /** With `workers: 0`: told of each guest call's deadline in this thread (the replica's last-resort watchdog). */
+  callMonitor?: CallMonitor;
 }
 
 export interface ForkResult {

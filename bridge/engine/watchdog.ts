@@ -5,7 +5,7 @@
 // runs guest code off its own thread uses it: EnvRuntime's engine workers (Restarter), the one-shot
 // workers of `check` and the UI's replay (runWatchedWorker), and a replica's serving thread
 // (replica-main.ts). What to do about an overrun is the caller's: stop the worker, or the process.
-import { setCallMonitor } from "../sandbox/sandbox.js";
+import type { CallMonitor } from "../sandbox/sandbox-host.js";
 
 /** Slots of the board (Float64): the running call's deadline (epoch ms, 0: none running), and whose call it is. */
 const DEADLINE = 0;
@@ -45,12 +45,12 @@ export function setCallOwner(owner: () => number): void {
   callOwner = owner;
 }
 
-/** In a watched thread: publishes each guest call's deadline, and its owner, on the board (worker-bootstrap.ts does this for every worker). */
-export function reportCallDeadlines(board: DeadlineBoard): void {
-  setCallMonitor({
+/** In a watched thread: a call monitor for the thread's SandboxHost that publishes each guest call's deadline, and its owner, on the board. */
+export function reportCallDeadlines(board: DeadlineBoard): CallMonitor {
+  return {
     start: (deadlineMs) => board.start(deadlineMs, callOwner()),
     end: () => board.end(),
-  });
+  };
 }
 
 export interface Overrun {

@@ -5,7 +5,8 @@
 // registers tsx inside the thread first; the built package runs the compiled modules directly.
 import { Worker, workerData } from "node:worker_threads";
 import { ENGINE_STACK_MB } from "../sandbox/limits.js";
-import type { DeadlineBoard } from "./watchdog.js";
+import type { CallMonitor } from "../sandbox/sandbox-host.js";
+import { DeadlineBoard, reportCallDeadlines } from "./watchdog.js";
 
 /** What the bootstrap receives: the module to load, the board to report to, and the module's own data. */
 export interface WorkerBoot {
@@ -40,4 +41,10 @@ export function startWorker(start: WorkerStart): Worker {
 /** In a worker's module: the data its starter gave (WorkerStart.data). */
 export function workerInput<T>(): T {
   return (workerData as WorkerBoot).data as T;
+}
+
+/** In a worker's module: the call monitor its SandboxHost reports guest calls' deadlines through (to the starter's watchdog); null when the thread is not watched. */
+export function workerMonitor(): CallMonitor | null {
+  const watch = (workerData as WorkerBoot).watch;
+  return watch ? reportCallDeadlines(new DeadlineBoard(watch)) : null;
 }

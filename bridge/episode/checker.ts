@@ -3,6 +3,7 @@ import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { OncePerKey } from "../sandbox/once-per-key.js";
 import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import type { SandboxHost } from "../sandbox/sandbox-host.js";
 import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { StateView } from "../state/state-base.js";
 import { sameStateUpToNewIds } from "../state/same-state-up-to-new-ids.js";
@@ -42,9 +43,9 @@ export const CHECK_LIMITS: SandboxLimits = { ...DEFAULT_LIMITS, memoryBytes: 128
 /** Per thread and limits: a check-mode sandbox with nothing but the prelude, captured once (built once per burst, as env images are). */
 const checkImages = new OncePerKey<SandboxImage>();
 
-function checkImage(limits: SandboxLimits): Promise<SandboxImage> {
+function checkImage(sandboxes: SandboxHost, limits: SandboxLimits): Promise<SandboxImage> {
   return checkImages.get(JSON.stringify(limits), async () => {
-    const builder = await Sandbox.create({ mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
+    const builder = await Sandbox.create(sandboxes, { mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
     try {
       return builder.capture(true);
     } finally {
@@ -59,7 +60,7 @@ function checkImage(limits: SandboxLimits): Promise<SandboxImage> {
  * views of the initial and final states. Nothing an env did to its own realm, and
  * nothing an earlier check did, can change the verdict.
  */
-export async function runJsCheck(source: string, inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<{ passed: boolean; error?: string }> {
+export async function runJsCheck(sandboxes: SandboxHost, source: string, inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<{ passed: boolean; error?: string }> {
   let sandbox: Sandbox | undefined;
   try {
     const hostRead = (op: string, scoped: string, id: string) => {
@@ -67,7 +68,7 @@ export async function runJsCheck(source: string, inputs: CheckInputs, seed: [num
       const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
       return view.read(op, scoped.slice(slash + 1), id);
     };
-    sandbox = await Sandbox.restore(await checkImage(limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
+    sandbox = await Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
     const layouts = JSON.stringify({ initial: inputs.initial.layout(), final: inputs.final.layout() });
     const extras = JSON.stringify({ actions: inputs.actions, messages: inputs.messages });
     const out = sandbox.dispatch("check", source, layouts, extras);
@@ -116,12 +117,12 @@ export function stateDifferences(a: StateView, b: StateView, limit = 5): string[
 }
 
 /** Runs every check of a scenario. Never throws for a bad check: its result carries the error. */
-export async function runChecks(checks: readonly Check[], inputs: CheckInputs, seed: [number, number, number, number]): Promise<CheckResult[]> {
+export async function runChecks(sandboxes: SandboxHost, checks: readonly Check[], inputs: CheckInputs, seed: [number, number, number, number]): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   for (const [index, check] of checks.entries()) {
     const base = { index, kind: check.kind, description: check.description };
     if (check.kind === "js") {
-      results.push({ ...base, ...(await runJsCheck(check.source, inputs, seed)) });
+      results.push({ ...base, ...(await runJsCheck(sandboxes, check.source, inputs, seed)) });
     } else if (check.kind === "outputs") {
       const missing = check.outputs.filter((o) => !outputSaid(o, inputs.messages));
       results.push({ ...base, passed: missing.length === 0, ...(missing.length ? { error: `not said to the user: ${missing.map((m) => JSON.stringify(m)).join(", ")}` } : {}) });

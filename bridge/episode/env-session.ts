@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { OncePerKey } from "../sandbox/once-per-key.js";
-import { GuestEvalError, prefillInstances, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
+import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
+import type { SandboxHost } from "../sandbox/sandbox-host.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateBase } from "../state/state-base.js";
@@ -64,23 +65,25 @@ export interface EnvSnapshot {
  * so a burst of resets arriving before the first image exists builds it once (without this, 2,000
  * resets in flight built 2,000 images: 1.4 GB and minutes); a failed build is not cached.
  */
+// An image is immutable data (a copy of memory, no instance): kept per thread, whichever host built
+// it (its builder sandbox is disposed into that host's pool), and restored into any host's instances.
 const envImages = new OncePerKey<SandboxImage>();
 
-function envImage(bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImage> {
-  return envImages.get(`${bundle.contentHash}:${JSON.stringify(limits)}`, () => buildEnvImage(bundle, limits));
+function envImage(sandboxes: SandboxHost, bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImage> {
+  return envImages.get(`${bundle.contentHash}:${JSON.stringify(limits)}`, () => buildEnvImage(sandboxes, bundle, limits));
 }
 
 /** This thread's image of the env at its own limits: what an imported snapshot's image must match (see EngineHost's import). */
-export function localEnvImage(bundle: EnvBundle): Promise<SandboxImage> {
-  return envImage(bundle, limitsFor(bundle));
+export function localEnvImage(sandboxes: SandboxHost, bundle: EnvBundle): Promise<SandboxImage> {
+  return envImage(sandboxes, bundle, limitsFor(bundle));
 }
 
 /**
- * Builds this thread's image of the env and readies wasm instances for `sessions` of its episodes
- * (envs with the same memory cap share them), so the first burst of resets pays neither.
+ * Builds this thread's image of the env and readies wasm instances in `sandboxes` for `sessions` of
+ * its episodes (envs with the same memory cap share them), so the first burst of resets pays neither.
  */
-export async function warmEnv(bundle: EnvBundle, sessions: number): Promise<void> {
-  await prefillInstances(await envImage(bundle, limitsFor(bundle)), sessions);
+export async function warmEnv(sandboxes: SandboxHost, bundle: EnvBundle, sessions: number): Promise<void> {
+  await sandboxes.prefill((await envImage(sandboxes, bundle, limitsFor(bundle))).machine.maxBytes, sessions);
   ToolValidator.for(bundle.manifest.tools).compileAll();
 }
 
@@ -90,9 +93,9 @@ export function envImagesBuilt(): number {
   return imagesBuilt;
 }
 
-async function buildEnvImage(bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImage> {
+async function buildEnvImage(sandboxes: SandboxHost, bundle: EnvBundle, limits: SandboxLimits): Promise<SandboxImage> {
   imagesBuilt++;
-  const builder = await Sandbox.create({ mode: "env", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
+  const builder = await Sandbox.create(sandboxes, { mode: "env", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
   try {
     // the Python-values layer is part of the image, bound before any env code can run
     if (bundle.manifest.observation_format === "python") builder.evalScript(BIND_PYTHON_VALUES, "python-values.js");
@@ -120,10 +123,12 @@ export class EnvSession implements Disposable {
     readonly initial: StateView,
   ) {}
 
-  static async open(bundle: EnvBundle, base: StateBase, options: { seed: number; limits?: Partial<SandboxLimits> }): Promise<EnvSession> {
+  /** `sandboxes`: the host (of the engine running this episode) whose instance the session's sandbox takes. */
+  static async open(bundle: EnvBundle, base: StateBase, options: { seed: number; limits?: Partial<SandboxLimits>; sandboxes: SandboxHost }): Promise<EnvSession> {
     const tracker = new StateTracker(base);
-    const image = await envImage(bundle, limitsFor(bundle, options.limits));
+    const image = await envImage(options.sandboxes, bundle, limitsFor(bundle, options.limits));
     const sandbox = await Sandbox.restore(
+      options.sandboxes,
       image,
       { seed: seedWords(options.seed), clockMs: Date.parse(bundle.manifest.clock.start), tickMs: bundle.manifest.clock.tick_ms, hostRead: (op, coll, id) => tracker.view.read(op, coll, id) },
       (op, coll, id) => tracker.view.read(op, coll, id),
@@ -149,9 +154,9 @@ export class EnvSession implements Disposable {
     return { image: this.sandbox.capture(sparse), tracker: this.tracker.fork(), methods: this.methods, initial: this.initial };
   }
 
-  static async fromSnapshot(snap: EnvSnapshot): Promise<EnvSession> {
+  static async fromSnapshot(snap: EnvSnapshot, sandboxes: SandboxHost): Promise<EnvSession> {
     const tracker = snap.tracker.fork();
-    const sandbox = await Sandbox.restore(snap.image, null, (op, coll, id) => tracker.view.read(op, coll, id));
+    const sandbox = await Sandbox.restore(sandboxes, snap.image, null, (op, coll, id) => tracker.view.read(op, coll, id));
     return new EnvSession(sandbox, tracker, snap.methods, snap.initial);
   }
 

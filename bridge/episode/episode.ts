@@ -5,6 +5,7 @@ import type { ToolSchema, Scenario } from "../../envs/bundle-schema.js";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import type { SandboxLimits } from "../sandbox/limits.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import type { SandboxHost } from "../sandbox/sandbox-host.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateView } from "../state/state-base.js";
 import { parseAction, type ParsedCall } from "./action-parser.js";
@@ -158,6 +159,8 @@ export interface EpisodeOptions {
   /** Required for conversation scenarios, unless the client ends them with finish(). */
   user?: UserSimulator;
   limits?: Partial<SandboxLimits>;
+  /** The sandbox host of the engine running the episode: its sandbox (and its checks' sandboxes) take instances there. */
+  sandboxes: SandboxHost;
   /** The state the reference actions produce, for `reference_state` checks (usually cached by the caller). */
   reference?: () => Promise<StateView | { error: string }>;
 }
@@ -263,7 +266,7 @@ export class Episode {
     if (this.closed) throw new EpisodeStateError("closed", "the episode is closed");
     if (this.session) throw new EpisodeStateError("episode_done", "an episode is reset once; create a new one");
     const { bundle, scenario, seed } = this.options;
-    this.session = await EnvSession.open(bundle, bundleStateBase(bundle, scenario.id), { seed, limits: this.options.limits });
+    this.session = await EnvSession.open(bundle, bundleStateBase(bundle, scenario.id), { seed, limits: this.options.limits, sandboxes: this.options.sandboxes });
     const missing = this.validator.names.filter((n) => !this.session!.methods.includes(n));
     if (missing.length) {
       this.close();
@@ -341,7 +344,7 @@ export class Episode {
   static async fromSnapshot(options: Omit<EpisodeOptions, "user" | "seed">, snap: EpisodeSnapshot): Promise<Episode> {
     if (options.scenario.id !== snap.scenarioId) throw new Error(`snapshot of ${snap.scenarioId} restored as ${options.scenario.id}`);
     const episode = new Episode({ ...options, seed: snap.seed, user: snap.user?.fork() });
-    episode.session = await EnvSession.fromSnapshot(snap.env);
+    episode.session = await EnvSession.fromSnapshot(snap.env, options.sandboxes);
     episode.steps = snap.steps;
     episode.actions = structuredClone(snap.actions) as ActionRecord[];
     episode.messages = [...snap.messages];
@@ -572,6 +575,7 @@ export class Episode {
     info.end_reason = reason;
     const checks = this.options.scenario.checks;
     const results = await runChecks(
+      this.options.sandboxes,
       checks,
       { initial: session.initial, final: session.tracker.snapshot(), actions: this.actions, messages: this.messages, reference: this.options.reference },
       seedWords(this.options.seed ^ 0x5eed),

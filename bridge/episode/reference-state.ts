@@ -2,6 +2,7 @@ import { bundleStateBase } from "../state/bundle-state.js";
 import type { EnvBundle } from "../../envs/load-bundle.js";
 import type { SandboxLimits } from "../sandbox/limits.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import type { SandboxHost } from "../sandbox/sandbox-host.js";
 import type { StateView } from "../state/state-base.js";
 import { EnvLoadError, EnvSession } from "./env-session.js";
 
@@ -16,17 +17,17 @@ export interface ReferenceReplay {
  * they produce. Tool errors along the way are part of the reference (tau-bench ground truths contain
  * calls that fail); only an env fault or a missing reference is an error.
  */
-export async function referenceState(bundle: EnvBundle, scenarioId: string, seed: number, limits?: Partial<SandboxLimits>): Promise<StateView | { error: string }> {
-  return (await replayReference(bundle, scenarioId, seed, limits)).state;
+export async function referenceState(sandboxes: SandboxHost, bundle: EnvBundle, scenarioId: string, seed: number, limits?: Partial<SandboxLimits>): Promise<StateView | { error: string }> {
+  return (await replayReference(sandboxes, bundle, scenarioId, seed, limits)).state;
 }
 
-async function replayReference(bundle: EnvBundle, scenarioId: string, seed: number, limits?: Partial<SandboxLimits>): Promise<ReferenceReplay> {
+async function replayReference(sandboxes: SandboxHost, bundle: EnvBundle, scenarioId: string, seed: number, limits?: Partial<SandboxLimits>): Promise<ReferenceReplay> {
   const scenario = bundle.scenario(scenarioId);
   // no replay at all: the same answer whatever the seed
   if (!scenario?.reference_actions) return { state: { error: "the scenario has no reference actions" }, seedFree: true };
   let session: EnvSession | undefined;
   try {
-    session = await EnvSession.open(bundle, bundleStateBase(bundle, scenarioId), { seed, limits });
+    session = await EnvSession.open(bundle, bundleStateBase(bundle, scenarioId), { seed, limits, sandboxes });
     for (const a of scenario.reference_actions) session.call(a.name, a.arguments);
     // the seed reaches a guest only through Math.random (the clock starts where the manifest says)
     return { state: session.tracker.snapshot(), seedFree: session.randomDraws() === 0 };
@@ -50,7 +51,11 @@ export class ReferenceCache {
   private readonly first = new Map<string, Promise<ReferenceReplay>>();
   /** How many replays this cache has made (the rest were answered from memory). */
   replays = 0;
-  constructor(private readonly maxEntries = 256) {}
+  constructor(
+    /** Where the replays' sandboxes take their instances (the engine's host; episodes scored against this cache use it too). */
+    readonly sandboxes: SandboxHost,
+    private readonly maxEntries = 256,
+  ) {}
 
   async get(bundle: EnvBundle, scenarioId: string, seed: number, limits?: Partial<SandboxLimits>): Promise<StateView | { error: string }> {
     const scenarioKey = `${bundle.contentHash}\u0000${scenarioId}`;
@@ -63,7 +68,7 @@ export class ReferenceCache {
       const key = `${scenarioKey}\u0000${seed}`;
       hit = this.lookup(key);
       if (!hit) {
-        hit = replayReference(bundle, scenarioId, seed, limits);
+        hit = replayReference(this.sandboxes, bundle, scenarioId, seed, limits);
         this.replays++;
         this.put(key, hit);
         if (!first) {

@@ -1,6 +1,7 @@
 import { EnvRegistry } from "../../envs/registry.js";
 import { Episode, type StepResult } from "../episode/episode.js";
 import { ReferenceCache } from "../episode/reference-state.js";
+import { SandboxHost } from "../sandbox/sandbox-host.js";
 import { ScriptedUserSimulator } from "../episode/user-simulator.js";
 import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { RecordedEpisode } from "./trajectory-reader.js";
@@ -56,7 +57,7 @@ function compare(step: number, recorded: Compared, got: Compared): Divergence | 
  * and reward with the recording. No LLM is called: the simulated user's recorded replies are
  * played back. Exact replay holds because the sandbox's randomness and clock come from the seed.
  */
-export async function replayEpisode(registry: EnvRegistry, rec: RecordedEpisode, references = new ReferenceCache()): Promise<ReplayResult> {
+export async function replayEpisode(registry: EnvRegistry, rec: RecordedEpisode, sandboxes: SandboxHost, references = new ReferenceCache(sandboxes)): Promise<ReplayResult> {
   const s = rec.start;
   const base = { episode_id: s.episode_id, scenario_id: s.scenario_id, complete: rec.complete, steps: 0, changed: [] as string[] };
   const found = registry.scenario(s.scenario_id);
@@ -69,6 +70,7 @@ export async function replayEpisode(registry: EnvRegistry, rec: RecordedEpisode,
     episodeId: s.episode_id,
     user: scenario.mode === "conversation" && rec.userReplies.length ? new ScriptedUserSimulator(rec.userReplies) : undefined,
     reference: () => references.get(bundle, scenario.id, s.seed),
+    sandboxes,
   });
   try {
     const first = await episode.reset();
@@ -101,10 +103,13 @@ export async function replayEpisode(registry: EnvRegistry, rec: RecordedEpisode,
   }
 }
 
-export async function replayAll(envs: string[], episodes: RecordedEpisode[]): Promise<ReplayResult[]> {
+/** `sandboxes`: the host the replays' sandboxes take instances from (the replay worker's); none: one of its own, disposed when they end. */
+export async function replayAll(envs: string[], episodes: RecordedEpisode[], sandboxes?: SandboxHost): Promise<ReplayResult[]> {
   const registry = EnvRegistry.load(envs);
-  const refs = new ReferenceCache();
+  using own = sandboxes ? null : new SandboxHost({ label: "replayAll" });
+  const host = sandboxes ?? own!;
+  const refs = new ReferenceCache(host);
   const out: ReplayResult[] = [];
-  for (const e of episodes) out.push(await replayEpisode(registry, e, refs));
+  for (const e of episodes) out.push(await replayEpisode(registry, e, host, refs));
   return out;
 }

@@ -102,6 +102,30 @@ export interface BlankInstance {
   dirty: { stackLow: number; heapTop: number } | null;
   /** Set when the heap asked to grow past the memory cap (an allocation failed for lack of memory). */
   capHit: boolean;
+  /** Whether a SandboxHost's pool holds it (else a machine has it, or no one): never both, see SandboxHost. */
+  pooled: boolean;
+  /** Given up for good (dropInstance): no pool or machine may hold it again. */
+  dropped: boolean;
+}
+
+/**
+ * Instances made in this thread and not dropped yet: every one is held by a pool or a machine, and
+ * whoever lets one go calls dropInstance. Only a count (the leak check's: a test file must end with
+ * none), never a list, so it keeps nothing alive.
+ */
+let instancesHeld = 0;
+
+/** Instances of this thread that are pooled or attached to a machine (made and not dropped). */
+export function liveInstances(): number {
+  return instancesHeld;
+}
+
+/** Gives an instance up for good (its memory goes with the last reference); idempotent. */
+export function dropInstance(inst: BlankInstance): void {
+  if (inst.dropped) return;
+  if (inst.pooled) throw new Error("an instance still in a pool was dropped");
+  inst.dropped = true;
+  instancesHeld--;
 }
 
 /** The wasm instance's callbacks route here; a machine installs itself when it takes the instance. */
@@ -121,6 +145,7 @@ export async function newBlankInstance(maxBytes: number): Promise<BlankInstance>
     const probe = await instantiate(maxBytes);
     probe.dataEnd = firstZeroPage(new Uint8Array(probe.memory.buffer));
     layout = { dataEnd: probe.dataEnd, brk: findBrk(probe) };
+    dropInstance(probe);
   }
   return instantiate(maxBytes);
 }
@@ -168,7 +193,8 @@ async function instantiate(maxBytes: number): Promise<BlankInstance> {
   });
   exports.callbacks = callbacks;
   const stackTop = stackSave(raw!);
-  inst = { exports, memory, maxBytes: pages * 65536, callbacks, stackTop, dataEnd: layout?.dataEnd ?? 0, dirty: null, capHit: false };
+  inst = { exports, memory, maxBytes: pages * 65536, callbacks, stackTop, dataEnd: layout?.dataEnd ?? 0, dirty: null, capHit: false, pooled: false, dropped: false };
+  instancesHeld++;
   return inst;
 }
 
@@ -299,6 +325,11 @@ export class Machine {
 
   get maxBytes(): number {
     return this.inst.maxBytes;
+  }
+
+  /** The instance, for dropping it without releasing (a faulted machine's memory is not read again). */
+  get instance(): BlankInstance {
+    return this.inst;
   }
 
   /** A new runtime and context in a fresh instance (the slow path: images avoid it). */

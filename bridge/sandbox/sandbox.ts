@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { safeGuestStackBytes, type SandboxLimits } from "./limits.js";
-import { Machine, MachineOutOfMemory, newBlankInstance, type BlankInstance, type MachineImage } from "./quickjs-machine.js";
+import { dropInstance, Machine, MachineOutOfMemory, type MachineImage } from "./quickjs-machine.js";
 import { SandboxFault } from "./sandbox-fault.js";
+import type { LiveSandbox, SandboxHost } from "./sandbox-host.js";
 import { DEFAULT_FUEL_ALLOWANCE } from "./wasm-fuel.js";
 
 const PRELUDE = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
@@ -36,19 +37,6 @@ export interface SandboxOptions extends SandboxConfig {
 export type GuestResult = { ok: true; value: unknown; trailer?: string } | { ok: false; error: { name: string; message: string } };
 
 /**
- * Told when a guest call starts and ends, with the call's deadline. The engine worker publishes this
- * to its watchdog, which stops the whole worker if a native builtin ignores the interrupt handler.
- */
-export interface CallMonitor {
-  start(deadlineMs: number): void;
-  end(): void;
-}
-let monitor: CallMonitor | null = null;
-export function setCallMonitor(m: CallMonitor | null): void {
-  monitor = m;
-}
-
-/**
  * A captured sandbox: its machine image plus what the host needs to drive it. Immutable; restoring
  * it any number of times gives sandboxes that each continue from exactly this point.
  */
@@ -57,151 +45,6 @@ export interface SandboxImage {
   readonly mode: SandboxMode;
   readonly limits: SandboxLimits;
   readonly stackBytes: number;
-}
-
-// ---- instances: fresh ones made ahead of time, healthy used ones recycled ----
-
-/** Fresh instances kept ready per memory cap (made in the background after the current turn). */
-const FRESH_PER_CAP = 4;
-/** Released instances kept per memory cap for reuse; beyond this they are dropped. */
-const RECYCLED_PER_CAP = 1024;
-/** An instance whose memory grew past this is not recycled (wasm memory never shrinks). */
-const RECYCLE_MAX_BYTES = 64 << 20;
-/**
- * Memory all recycled instances of one cap may hold in one thread: what closed episodes leave
- * behind is kept for reuse only up to this, the rest is given back (issue 32: instances that had
- * grown were kept by the thousand). Instances put aside by a sandbox going to sleep are not counted
- * here (their sandbox takes them back when it wakes; MAX_LIVE bounds them).
- */
-export const RECYCLED_MAX_TOTAL_BYTES = 256 << 20;
-
-interface InstancePool {
-  fresh: BlankInstance[];
-  recycled: BlankInstance[];
-  refilling: boolean;
-}
-const pools = new Map<number, InstancePool>();
-
-function poolFor(maxBytes: number): InstancePool {
-  let p = pools.get(maxBytes);
-  if (!p) pools.set(maxBytes, (p = { fresh: [], recycled: [], refilling: false }));
-  return p;
-}
-
-let instantiated = 0;
-function instantiate(maxBytes: number): Promise<BlankInstance> {
-  instantiated++;
-  return newBlankInstance(maxBytes);
-}
-
-function refill(maxBytes: number): void {
-  const pool = poolFor(maxBytes);
-  if (pool.refilling || pool.fresh.length >= FRESH_PER_CAP) return;
-  pool.refilling = true;
-  setImmediate(() => {
-    void (async () => {
-      try {
-        while (pool.fresh.length < FRESH_PER_CAP) pool.fresh.push(await instantiate(maxBytes));
-      } catch {
-        /* the next take() makes its own instance and reports the problem there */
-      } finally {
-        pool.refilling = false;
-      }
-    })();
-  });
-}
-
-/**
- * Makes fresh instances for `image` until `n` wait in its pool (the pool then keeps them: refill
- * only tops up to FRESH_PER_CAP). A burst of resets then restores into them instead of
- * instantiating on the request path (about 1.3-3 ms each, most of a cold reset).
- */
-export async function prefillInstances(image: SandboxImage, n: number): Promise<number> {
-  const pool = poolFor(image.machine.maxBytes);
-  while (pool.fresh.length + pool.recycled.length < n) pool.fresh.push(await instantiate(image.machine.maxBytes));
-  return pool.fresh.length + pool.recycled.length;
-}
-
-/** An instance to restore an image into: recycled first (no instantiation at all), else fresh. */
-async function takeInstance(maxBytes: number, fresh: boolean): Promise<BlankInstance> {
-  const pool = poolFor(maxBytes);
-  const inst = (fresh ? undefined : pool.recycled.pop()) ?? pool.fresh.pop() ?? (await instantiate(maxBytes));
-  refill(maxBytes);
-  return inst;
-}
-
-/**
- * Hands out one instance at a time per thread and runs `use` (which attaches it) before the next
- * is handed out: a burst of resets all waiting on instances at once would otherwise each pass
- * makeRoom before any had attached, and the thread would end up holding an instance per reset
- * (measured: 2,000 resets in flight made 2,000 instances, 1.6 GB and 6 resets/s).
- */
-let handingOut: Promise<unknown> = Promise.resolve();
-function withInstance<T>(cap: number, fresh: boolean, use: (inst: BlankInstance) => T): Promise<T> {
-  const turn = handingOut.then(async () => {
-    makeRoom(cap); // puts the least recently used to sleep, which gives its instance to the pool
-    const inst = await takeInstance(cap, fresh);
-    makeRoom(cap); // a synchronous wake may have taken the room meanwhile
-    return use(inst);
-  });
-  handingOut = turn.catch(() => undefined);
-  return turn;
-}
-
-function recycle(inst: BlankInstance, always = false): void {
-  const pool = poolFor(inst.maxBytes);
-  const size = inst.memory.buffer.byteLength;
-  if (always || (pool.recycled.length < RECYCLED_PER_CAP && size <= RECYCLE_MAX_BYTES && recycledBytes(pool) + size <= RECYCLED_MAX_TOTAL_BYTES)) pool.recycled.push(inst);
-}
-
-function recycledBytes(pool: InstancePool): number {
-  let n = 0;
-  for (const inst of pool.recycled) n += inst.memory.buffer.byteLength;
-  return n;
-}
-
-// ---- dormant sandboxes: at most MAX_LIVE hold a wasm instance, the others are images ----
-
-/**
- * Sandboxes per thread that hold a wasm instance at once. Every WebAssembly.Memory reserves address
- * space and counts as external memory in V8, which makes creating one slower the more exist (measured:
- * 9 ms each at 100, 60 ms at 1,000). Beyond this many, the least recently used sandbox is captured
- * (its non-zero pages) and its instance handed to the one that needs it; it wakes by the same memory
- * copy when next called. ENVSCALER_LIVE_SANDBOXES overrides it.
- */
-let MAX_LIVE = Math.max(2, Number(process.env.ENVSCALER_LIVE_SANDBOXES) || 256);
-
-/** Sets how many sandboxes of this thread may hold a wasm instance at once (see MAX_LIVE). */
-export function setMaxLiveSandboxes(n: number): void {
-  MAX_LIVE = Math.max(2, Math.floor(n));
-}
-/** Live sandboxes, least recently used first (a Map keeps insertion order; touching re-inserts). */
-const live = new Map<Sandbox, true>();
-
-/** Sends least recently used sandboxes to sleep until fewer than MAX_LIVE hold an instance (preferring ones of `cap`). */
-function makeRoom(cap: number): void {
-  while (live.size >= MAX_LIVE) {
-    let victim: Sandbox | undefined;
-    for (const s of live.keys()) if (s.cap === cap) { victim = s; break; }
-    victim ??= live.keys().next().value!;
-    victim.sleep();
-  }
-}
-
-/** How sandboxes of this thread went to sleep: captured, or kept as their recipe (see Sandbox.recipe). */
-const sleeps = { captured: 0, recipe: 0 };
-
-/** Instances held for reuse in this thread, and how sandboxes slept (for stats and tests). */
-export function pooledInstances(): { fresh: number; recycled: number; recycled_bytes: number; live: number; instantiated: number; sleeps: { captured: number; recipe: number } } {
-  let fresh = 0;
-  let recycled = 0;
-  let bytes = 0;
-  for (const p of pools.values()) {
-    fresh += p.fresh.length;
-    recycled += p.recycled.length;
-    bytes += recycledBytes(p);
-  }
-  return { fresh, recycled, recycled_bytes: bytes, live: live.size, instantiated, sleeps: { ...sleeps } };
 }
 
 /** An image and the ops run on it since it was restored (see Sandbox.recipe). */
@@ -229,7 +72,7 @@ export class GuestEvalError extends Error {
  * dispose() only drops it. A healthy sandbox's instance is recycled on dispose: the next restore
  * into it overwrites everything this sandbox could have written.
  */
-export class Sandbox implements Disposable {
+export class Sandbox implements Disposable, LiveSandbox {
   private deadline = 0;
   private interrupted = false;
   private poisoned: SandboxFault | null = null;
@@ -252,12 +95,15 @@ export class Sandbox implements Disposable {
   private replaying = false;
 
   private constructor(
+    /** Owns this sandbox's instance while it is awake, and puts it to sleep when room is needed. */
+    private readonly host: SandboxHost,
     readonly mode: SandboxMode,
     readonly limits: SandboxLimits,
     private readonly stackBytes: number,
     config: SandboxConfig,
   ) {
     this.hostRead = config.hostRead;
+    host.adopt();
   }
 
   /** The memory cap of this sandbox's instance (instances are only exchanged between equal caps). */
@@ -266,32 +112,35 @@ export class Sandbox implements Disposable {
   }
 
   private get machine(): Machine {
-    if (this.awake === null) this.wake();
+    if (this.awake === null) {
+      this.assertUsable(); // disposed (by its owner, or by its host's dispose) is not asleep
+      this.wake();
+    }
     return this.awake!;
   }
 
   private attach(m: Machine): void {
     this.awake = m;
-    live.set(this, true);
+    this.host.touch(this);
   }
 
   /** Captures this sandbox and gives its instance back (called by makeRoom, between guest calls). */
   sleep(): void {
-    live.delete(this);
+    this.host.forget(this);
     if (this.awake === null) return;
     if (this.poisoned) {
-      this.awake = null; // a faulted instance is never reused
+      dropInstance(this.awake.instance); // a faulted instance is never reused
+      this.awake = null;
       return;
     }
     if (this.recipe) {
       this.dormantRecipe = this.recipe;
-      sleeps.recipe++;
+      this.host.slept("recipe");
     } else {
       this.dormant = this.capture(true);
-      sleeps.captured++;
+      this.host.slept("captured");
     }
-    live.delete(this);
-    recycle(this.awake.release(), true);
+    this.host.recycle(this.awake.release(), true);
     this.awake = null;
   }
 
@@ -299,10 +148,7 @@ export class Sandbox implements Disposable {
     const plan = this.dormantRecipe;
     const image = plan ? plan.image : this.dormant;
     if (!image) throw new SandboxFault("env_crashed", "sandbox has neither a machine nor an image");
-    makeRoom(this.cap);
-    const pool = poolFor(this.cap);
-    const inst = pool.recycled.pop() ?? pool.fresh.pop();
-    refill(this.cap);
+    const inst = this.host.instanceForWake(this.cap);
     if (!inst) throw this.poison(new SandboxFault("env_crashed", "no wasm instance was free to wake this sandbox"));
     this.attach(Machine.restore(inst, image.machine, this.target));
     this.dormant = null;
@@ -344,10 +190,15 @@ export class Sandbox implements Disposable {
   }
 
   /** A sandbox built from nothing: a fresh instance, a new runtime, the prelude installed and configured. */
-  static async create(options: SandboxOptions): Promise<Sandbox> {
+  static async create(host: SandboxHost, options: SandboxOptions): Promise<Sandbox> {
     const stackBytes = Math.min(options.limits.stackBytes, safeGuestStackBytes());
-    const sandbox = new Sandbox(options.mode, options.limits, stackBytes, options);
-    await withInstance(memoryCap(options.limits), true, (inst) => sandbox.attach(Machine.create(inst, stackBytes, sandbox.target)));
+    const sandbox = new Sandbox(host, options.mode, options.limits, stackBytes, options);
+    try {
+      await host.withInstance(memoryCap(options.limits), true, (inst) => sandbox.attach(Machine.create(inst, stackBytes, sandbox.target)));
+    } catch (e) {
+      sandbox.dispose();
+      throw e;
+    }
     try {
       sandbox.install();
       sandbox.configure(options);
@@ -359,9 +210,14 @@ export class Sandbox implements Disposable {
   }
 
   /** A sandbox continuing from an image (usually recycled instance + memory copy), then configured. */
-  static async restore(image: SandboxImage, config: SandboxConfig | null, hostRead: HostRead): Promise<Sandbox> {
-    const sandbox = new Sandbox(image.mode, image.limits, image.stackBytes, { seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead });
-    await withInstance(image.machine.maxBytes, false, (inst) => sandbox.attach(Machine.restore(inst, image.machine, sandbox.target)));
+  static async restore(host: SandboxHost, image: SandboxImage, config: SandboxConfig | null, hostRead: HostRead): Promise<Sandbox> {
+    const sandbox = new Sandbox(host, image.mode, image.limits, image.stackBytes, { seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead });
+    try {
+      await host.withInstance(image.machine.maxBytes, false, (inst) => sandbox.attach(Machine.restore(inst, image.machine, sandbox.target)));
+    } catch (e) {
+      sandbox.dispose();
+      throw e;
+    }
     sandbox.recipe = { image, ops: [] };
     if (config) {
       try {
@@ -478,10 +334,8 @@ export class Sandbox implements Disposable {
    */
   private guard(run: () => { ok: true; value: number } | { ok: false; error: number }, what: string): number {
     this.assertUsable();
-    const m = this.machine; // wakes a sleeping sandbox
-    live.delete(this);
-    live.set(this, true); // most recently used
-    void m;
+    void this.machine; // wakes a sleeping sandbox
+    this.host.touch(this); // most recently used
     this.interrupted = false;
     // our own prelude gets a budget of its own: an env's short per-call deadline is for its code,
     // and compiling the prelude on a loaded machine must not fail the env's reset
@@ -489,6 +343,7 @@ export class Sandbox implements Disposable {
     this.deadline = performance.now() + budget;
     let result: { ok: true; value: number } | { ok: false; error: number };
     const deadline = this.deadline;
+    const monitor = this.host.monitor;
     monitor?.start(Date.now() + budget);
     try {
       result = run();
@@ -540,7 +395,7 @@ export class Sandbox implements Disposable {
 
   private poison(fault: SandboxFault): SandboxFault {
     this.poisoned ??= fault;
-    live.delete(this);
+    this.host.forget(this);
     return fault;
   }
 
@@ -548,12 +403,15 @@ export class Sandbox implements Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    live.delete(this);
+    this.host.forget(this);
+    this.host.release();
     this.dormant = null;
     this.dormantRecipe = null;
-    if (this.poisoned || !this.awake) return;
-    recycle(this.awake.release());
+    const m = this.awake;
     this.awake = null;
+    if (!m) return;
+    if (this.poisoned) dropInstance(m.instance);
+    else this.host.recycle(m.release());
   }
 
   [Symbol.dispose](): void {

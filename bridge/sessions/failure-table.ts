@@ -1,4 +1,4 @@
-import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error-codes.js";
+import { isErrorCode, isInternalErrorCode, ProtocolError, wireCode, type ErrorCode } from "../../protocol/error-codes.js";
 import { RuntimeError } from "../engine/env-runtime.js";
 
 /** A front's own code for a failure, and the HTTP status it answers with (ignored where there is none). */
@@ -52,14 +52,6 @@ export const FAILURES: Readonly<Record<ErrorCode, FailureRow>> = {
   internal_error: same("internal_error", 500, 500),
 };
 
-/**
- * The runtime's codes that are not protocol codes, as the failure each one is to a front:
- * `closed`: the runtime is closing under the front; `reset_needed`: the episode cannot go on;
- * `unknown_episode`: the client's session outlived its episode (closed under it, or lost with a
- * stopped engine worker), which is the client's session being closed, not a bug of ours.
- */
-const RUNTIME_ONLY: Readonly<Record<string, ErrorCode>> = { closed: "shutting_down", reset_needed: "episode_done", unknown_episode: "session_closed" };
-
 /** A failure named by its protocol code. */
 export interface Failure {
   code: ErrorCode;
@@ -73,9 +65,14 @@ export function failureOf(e: unknown): Failure {
   return { code: "internal_error", message: e instanceof Error ? e.message : String(e) };
 }
 
-/** A runtime error's code as a protocol code (typed `string` so it takes RuntimeError's code whether or not that is narrowed to ErrorCode). */
+/**
+ * A runtime error's code as a protocol code: the runtime's own codes (`closed`, `reset_needed`,
+ * `unknown_episode`) through the one table of protocol/error-codes.ts (WIRE_CODE_OF: the client's
+ * session outliving its episode is its session closed, not a bug of ours); a code outside the
+ * closed union (which only a bug of ours could carry across the engine seam) is `internal_error`.
+ */
 export function runtimeCode(code: string): ErrorCode {
-  return RUNTIME_ONLY[code] ?? (isErrorCode(code) ? code : "internal_error");
+  return isInternalErrorCode(code) ? wireCode(code) : isErrorCode(code) ? code : "internal_error";
 }
 
 /** True for the errors the table maps (the session service's and the runtime's). */

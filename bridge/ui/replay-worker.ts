@@ -4,7 +4,8 @@
 import { parentPort } from "node:worker_threads";
 import { replayAll } from "../record/replay.js";
 import type { RecordedEpisode } from "../record/trajectory-reader.js";
-import { workerInput } from "../engine/worker-thread.js";
+import { workerInput, workerMonitor } from "../engine/worker-thread.js";
+import { SandboxHost } from "../sandbox/sandbox-host.js";
 
 export interface ReplayWorkerInput {
   envs: string[];
@@ -12,5 +13,8 @@ export interface ReplayWorkerInput {
 }
 
 const init = workerInput<ReplayWorkerInput>();
-const [result] = await replayAll(init.envs, [init.episode]);
+// this worker's sandboxes, watched by its starter's watchdog
+const sandboxes = new SandboxHost({ monitor: workerMonitor(), label: "replay worker" });
+const [result] = await replayAll(init.envs, [init.episode], sandboxes);
+sandboxes.dispose();
 parentPort!.postMessage({ result });

@@ -15,7 +15,7 @@ import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
 import { BridgeServer } from "../../bridge/server/bridge-server.js";
 import { FAILURES, runtimeCode } from "../../bridge/sessions/failure-table.js";
 import { UiServer } from "../../bridge/ui/ui-server.js";
-import { ERROR_CODES, type ErrorCode } from "../../protocol/error-codes.js";
+import { ERROR_CODES, type CoreErrorCode, type ErrorCode } from "../../protocol/error-codes.js";
 import { FIXTURES } from "../helpers.js";
 
 /**
@@ -58,7 +58,8 @@ async function uiCall(path: string, body?: unknown): Promise<{ status: number; c
 
 /** Makes the runtime's `method` fail with `code` until restored. */
 function inject(rt: EnvRuntime, code: string) {
-  const fail = () => Promise.reject(new RuntimeError(code, `injected ${code}`));
+  // cast: "no_such_code" stands for a code outside the closed union, which only a bug could carry
+  const fail = () => Promise.reject(new RuntimeError(code as CoreErrorCode, `injected ${code}`));
   return [vi.spyOn(rt, "state").mockImplementation(fail), vi.spyOn(rt, "step").mockImplementation(fail)];
 }
 

@@ -8,6 +8,10 @@ import { EnvSession } from "../../bridge/episode/env-session.js";
 import { bundleStateBase } from "../../bridge/state/bundle-state.js";
 import { StateBase, StateView } from "../../bridge/state/state-base.js";
 import { loadBundle } from "../../envs/load-bundle.js";
+import { fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 // The Py layer as the guest gets it (an expression), here evaluated in Node.
 interface PyLayer {
@@ -130,7 +134,7 @@ function shopBundle(format: "json" | "python"): string {
 describe("observation_format in the sandbox", () => {
   test("python: verbatim strings, json.dumps text, the file's dict order and floats, order kept through writes", async () => {
     const bundle = loadBundle(shopBundle("python"));
-    using s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    using s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
     const text = (name: string, args: Record<string, unknown> = {}) => {
       const out = s.call(name, args);
       if (out.kind !== "result") throw new Error(JSON.stringify(out.error));
@@ -152,8 +156,8 @@ describe("observation_format in the sandbox", () => {
   test("json: results stay JSON.stringify text; the state hash is the same whichever the format", async () => {
     const json = loadBundle(shopBundle("json"));
     const py = loadBundle(shopBundle("python"));
-    using a = await EnvSession.open(json, bundleStateBase(json), { seed: 1 });
-    using b = await EnvSession.open(py, bundleStateBase(py), { seed: 1 });
+    using a = await EnvSession.open(json, bundleStateBase(json), { seed: 1, sandboxes });
+    using b = await EnvSession.open(py, bundleStateBase(py), { seed: 1, sandboxes });
     expect(a.call("name", { id: "9000000001" })).toMatchObject({ kind: "result", json: '"Café"' });
     expect(a.call("name", { id: "9000000001" })).not.toHaveProperty("text");
     expect(a.stateHash()).toBe(b.stateHash());
