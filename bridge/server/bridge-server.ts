@@ -4,13 +4,12 @@ import type { Logger } from "pino";
 import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../protocol/codec.js";
 import { isErrorCode, ProtocolError, type ErrorCode } from "../../protocol/error-codes.js";
 import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody } from "../../protocol/messages.js";
+import { SERVER_VERSION } from "../../protocol/server-version.js";
 import { compactStep } from "../../protocol/step-wire.js";
 import { EnvRuntime, RuntimeError, type ForkResult } from "../engine/env-runtime.js";
 import { RetryMemory } from "./retry-memory.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
-
-export const SERVER_VERSION = "0.1.0";
 
 export interface ServerLimits {
   /** @unit bytes @default 8 MiB */
