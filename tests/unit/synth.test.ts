@@ -8,7 +8,7 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { canonicalJson } from "../../protocol/canonical-json.js";
 import { Scenario } from "../../envs/bundle-schema.js";
 import { llmLimits, llmSummary, stageEndpoints } from "../../cli/commands/synth.js";
-import { CallCache } from "../../synth/llm/call-cache.js";
+import { CallCache } from "../../llm/call-cache.js";
 import { LlmClient, LlmError, type LlmEvent } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { apiBankRequest, prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
