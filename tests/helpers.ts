@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import { EnvManifest } from "../envs/bundle-schema.js";
-import { EnvBundle, loadBundle } from "../envs/load-bundle.js";
+import { EnvManifest } from "../envs/format/bundle-schema.js";
+import { EnvBundle, loadBundle } from "../envs/format/load-bundle.js";
 
 export const FIXTURES = join(import.meta.dirname, "fixtures", "envs");
 export const notesBundle = (): EnvBundle => loadBundle(join(FIXTURES, "notes"));

@@ -19,7 +19,7 @@ import { ModelClient, type AgentMessage } from "../../agent/model-client.js";
 import { EndpointError } from "../../llm/endpoint-error.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { LlmClient, type JsonMode } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";

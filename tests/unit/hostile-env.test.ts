@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { Episode } from "../../bridge/episode/episode.js";
-import { loadBundle } from "../../envs/load-bundle.js";
+import { loadBundle } from "../../envs/format/load-bundle.js";
 
 const bundle = loadBundle(join(import.meta.dirname, "..", "fixtures", "hostile", "hostile"));
 // the memory and output bombs of hostile-v1 under a 60 s deadline: which limit stops a call is the

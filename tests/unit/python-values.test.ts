@@ -7,7 +7,7 @@ import { checkBundle } from "../../bridge/check/check-bundle.js";
 import { EnvSession } from "../../bridge/episode/env-session.js";
 import { bundleStateBase } from "../../bridge/state/bundle-state.js";
 import { StateBase, StateView } from "../../bridge/state/state-base.js";
-import { loadBundle } from "../../envs/load-bundle.js";
+import { loadBundle } from "../../envs/format/load-bundle.js";
 
 // The Py layer as the guest gets it (an expression), here evaluated in Node.
 interface PyLayer {

@@ -1,7 +1,7 @@
 import { expect, test } from "vitest";
 import { ReferenceCache } from "../../bridge/episode/reference-state.js";
 import type { StateView } from "../../bridge/state/state-base.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
 import { inlineBundle } from "../helpers.js";
 
 // a counter env whose `roll` tool draws from Math.random and whose `add` does not

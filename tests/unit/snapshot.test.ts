@@ -8,9 +8,9 @@ import { Episode, type StepResult } from "../../bridge/episode/episode.js";
 import { runJsCheck } from "../../bridge/episode/checker.js";
 import { pooledInstances } from "../../bridge/sandbox/sandbox.js";
 import { StateBase } from "../../bridge/state/state-base.js";
-import { EnvManifest } from "../../envs/bundle-schema.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvManifest } from "../../envs/format/bundle-schema.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 
 const ENVS = join(import.meta.dirname, "..", "..", "envs");
 

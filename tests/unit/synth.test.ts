@@ -6,7 +6,7 @@ import { expect, test } from "vitest";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { canonicalJson } from "../../protocol/canonical-json.js";
-import { Scenario } from "../../envs/bundle-schema.js";
+import { Scenario } from "../../envs/format/bundle-schema.js";
 import { llmLimits, llmSummary, stageEndpoints } from "../../cli/commands/synth.js";
 import { CallCache } from "../../llm/call-cache.js";
 import { LlmClient, LlmError, type LlmEvent } from "../../synth/llm/llm-client.js";
