@@ -2,7 +2,7 @@
 // with and without ENVSCALER_NO_FUEL=1 (read once per thread, so each setting needs its own
 // process). Prints one JSON line: {"step_us": p50, "reset_us": p50}.
 import { Episode } from "../bridge/episode/episode.js";
-import { EnvRegistry } from "../envs/registry.js";
+import { EnvRegistry } from "../envs/format/registry.js";
 import { median } from "./rows.js";
 
 /** The four read tools of the peer rows (bench/py/peer.py READS), on library-1's real state. */

@@ -1,7 +1,7 @@
 // Worker thread for `envscaler check`: validates one bundle under the watchdog of
 // runWatchedWorker (checkBundleIsolated). Nothing here outlives the bundle it checks.
 import { parentPort, workerData } from "node:worker_threads";
-import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
+import { BundleLoadError, loadBundle } from "../../envs/format/load-bundle.js";
 import { reportCallDeadlines } from "../engine/watched-worker.js";
 import { checkBundle, type CheckReport } from "./check-bundle.js";
 

@@ -4,7 +4,7 @@
 // beyond what the pool already acknowledged.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { parentPort, workerData } from "node:worker_threads";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { setCallMonitor } from "../sandbox/sandbox.js";
 import { EngineHost } from "./engine-host.js";
 import { WATCH_DEADLINE, WATCH_EPISODE, type EngineReply, type EngineRequest } from "./messages.js";

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Worker } from "node:worker_threads";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult, Observation } from "../episode/episode.js";
 import { openingTools } from "../episode/opening-tools.js";
 import type { PortableSnapshot } from "../episode/portable-snapshot.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { decodeSnapshotPayload, encodeSnapshotBlob, readSnapshotBlobHeader } from "./snapshot-blob.js";
-import type { ToolSchema } from "../../envs/bundle-schema.js";
+import type { ToolSchema } from "../../envs/format/bundle-schema.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";
 import { ENGINE_STACK_MB, MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";

@@ -1,4 +1,4 @@
-import type { EnvRegistry } from "../../envs/registry.js";
+import type { EnvRegistry } from "../../envs/format/registry.js";
 import { McpHttpError } from "./mcp-error.js";
 
 /** A shell-style glob (`*`, `?`) over scenario ids as a RegExp. */
