@@ -14,7 +14,7 @@ const COMMANDS = { serve: serveCommand, mcp: mcpCommand, ui: uiCommand, rollout:
 
 /** Each command's options and their defaults, as its builder declares them. */
 function declared(cmd: CommandModule<object, object>): { keys: string[]; defaults: Record<string, unknown> } {
-  const y = yargs([]) as unknown as Argv;
+  const y = yargs([]);
   (cmd.builder as (y: Argv) => Argv)(y);
   const o = (y as unknown as { getOptions(): { key: Record<string, unknown>; default: Record<string, unknown> } }).getOptions();
   return { keys: Object.keys(o.key).filter((k) => !["help", "version"].includes(k)), defaults: o.default };
