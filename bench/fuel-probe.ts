@@ -3,7 +3,7 @@
 // process). Prints one JSON line: {"step_us": p50, "reset_us": p50}.
 import { Episode } from "../bridge/episode/episode.js";
 import { SandboxHost } from "../bridge/sandbox/sandbox-host.js";
-import { EnvRegistry } from "../envs/registry.js";
+import { EnvRegistry } from "../envs/format/registry.js";
 import { median } from "./rows.js";
 
 /** The four read tools of the peer rows (bench/py/peer.py READS), on library-1's real state. */

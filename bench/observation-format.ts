@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { EnvSession } from "../bridge/episode/env-session.js";
 import { SandboxHost } from "../bridge/sandbox/sandbox-host.js";
 import { bundleStateBase } from "../bridge/state/bundle-state.js";
-import { loadBundle, type EnvBundle } from "../envs/load-bundle.js";
+import { loadBundle, type EnvBundle } from "../envs/format/load-bundle.js";
 import { importTaubench } from "../envs/taubench/import-taubench.js";
 
 const TAU = process.argv[2] || join(import.meta.dirname, "..", "..", "shared", "benchmarks", "taubench");

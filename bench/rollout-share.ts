@@ -9,7 +9,7 @@ import { BridgeClient } from "../agent/bridge-client.js";
 import type { EpisodeOutcome } from "../agent/run-episode.js";
 import { Supervisor } from "../bridge/server/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import { EnvRegistry } from "../envs/registry.js";
+import { EnvRegistry } from "../envs/format/registry.js";
 import { fmt, type Row } from "./rows.js";
 
 /**

@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { afterAll } from "vitest";
 import { SandboxHost, type SandboxHostOptions } from "../bridge/sandbox/sandbox-host.js";
-import { EnvManifest } from "../envs/bundle-schema.js";
-import { EnvBundle, loadBundle } from "../envs/load-bundle.js";
+import { EnvManifest } from "../envs/format/bundle-schema.js";
+import { EnvBundle, loadBundle } from "../envs/format/load-bundle.js";
 
 export const FIXTURES = join(import.meta.dirname, "fixtures", "envs");
 export const notesBundle = (): EnvBundle => loadBundle(join(FIXTURES, "notes"));

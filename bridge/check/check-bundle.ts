@@ -1,5 +1,5 @@
 import { Ajv } from "ajv";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import type { StepResult } from "../episode/episode.js";
 import { EnvLoadError, EnvSession } from "../episode/env-session.js";
 import { ReferenceCache } from "../episode/reference-state.js";

@@ -1,8 +1,8 @@
 // Worker thread for `envscaler check`: validates one bundle under the watchdog of
-// runWatchedWorker (checkBundleIsolated). Started by the one worker bootstrap (startWorker), which
-// publishes guest calls' deadlines to that watchdog. Nothing here outlives the bundle it checks.
+// runWatchedWorker (checkBundleIsolated). Started by the one worker bootstrap (startWorker); its
+// SandboxHost publishes guest calls' deadlines to that watchdog (workerMonitor). Nothing here outlives the bundle it checks.
 import { parentPort } from "node:worker_threads";
-import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
+import { BundleLoadError, loadBundle } from "../../envs/format/load-bundle.js";
 import { workerInput, workerMonitor } from "../engine/worker-thread.js";
 import { SandboxHost } from "../sandbox/sandbox-host.js";
 import { checkBundle, type CheckReport } from "./check-bundle.js";

@@ -1,5 +1,5 @@
-import type { Scenario, ToolCall, ToolSchema } from "../../envs/bundle-schema.js";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { Scenario, ToolCall, ToolSchema } from "../../envs/format/bundle-schema.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import type { ReferenceCache } from "../episode/reference-state.js";
 import { ToolValidator } from "../episode/tool-validator.js";
 import { bundleInitialState } from "../state/bundle-state.js";

@@ -1,5 +1,5 @@
-import type { Scenario, ToolCall } from "../../envs/bundle-schema.js";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { Scenario, ToolCall } from "../../envs/format/bundle-schema.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import { Episode, type StepResult } from "../episode/episode.js";
 import type { ReferenceCache } from "../episode/reference-state.js";
 import { PROGRAMMING_ERRORS } from "./tool-probe.js";

@@ -2,7 +2,7 @@
 // wherever guest code runs: inside an engine worker thread (engine-worker.ts), or in the thread
 // that owns the replica's socket (EnvRuntime with `workers: 0`, the serve default), where the fuel
 // checks of the sandbox's wasm (wasm-fuel.ts) stop a call at its deadline without a watchdog.
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { Episode, EpisodeStateError, type EpisodeSnapshot } from "../episode/episode.js";
 import { EnvLoadError, localEnvImage, warmEnv } from "../episode/env-session.js";
 import { fromPortable, toPortable, type PortableSnapshot } from "../episode/portable-snapshot.js";

@@ -2,10 +2,10 @@
 // Restarter's watchdog may terminate this thread at any time (a guest call that overran its
 // deadline); episodes are then restored elsewhere from the checkpoints and inputs the runtime
 // holds, so nothing here may hold state that matters beyond what the runtime already acknowledged.
-// Started by the one worker bootstrap (startWorker), which publishes guest calls' deadlines.
+// Started by the one worker bootstrap (startWorker); its SandboxHost publishes guest calls' deadlines (workerMonitor).
 import { AsyncLocalStorage } from "node:async_hooks";
 import { parentPort } from "node:worker_threads";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { EngineHost } from "./engine-host.js";
 import type { EngineReply, EngineRequest } from "./messages.js";
 import { setCallOwner } from "./watchdog.js";

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
 import { openingTools } from "../episode/opening-tools.js";
 import { MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";

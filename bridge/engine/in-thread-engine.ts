@@ -1,4 +1,4 @@
-import type { EnvRegistry } from "../../envs/registry.js";
+import type { EnvRegistry } from "../../envs/format/registry.js";
 import type { CallMonitor } from "../sandbox/sandbox-host.js";
 import { notHandedOver, type Engine, type Pending } from "./engine.js";
 import { EngineHost } from "./engine-host.js";

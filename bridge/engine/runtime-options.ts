@@ -1,6 +1,6 @@
 import type { CallMonitor } from "../sandbox/sandbox-host.js";
 // What EnvRuntime takes and answers (kept apart from the façade so its parts can share them).
-import type { ToolSchema } from "../../envs/bundle-schema.js";
+import type { ToolSchema } from "../../envs/format/bundle-schema.js";
 import type { Observation, ResetInfo } from "../episode/episode.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { TrajectoryWriter } from "../record/trajectory-writer.js";

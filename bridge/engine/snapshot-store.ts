@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { EnvRegistry } from "../../envs/registry.js";
+import type { EnvRegistry } from "../../envs/format/registry.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
 import type { Engine } from "./engine.js";

@@ -1,4 +1,4 @@
-import { pyJsonParse } from "../../envs/bfcl/py-json.js";
+import { pyJsonParse } from "./py-json.js";
 import { MAX_ACTION_DEPTH, jsonTextTooDeep, tooDeepMessage, valueShape } from "./action-limits.js";
 
 /** One tool call as the agent made it, before validation. `argumentsError` is set when its arguments were not a JSON object. */

@@ -1,4 +1,4 @@
-import type { Check } from "../../envs/bundle-schema.js";
+import type { Check } from "../../envs/format/bundle-schema.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { OncePerKey } from "../sandbox/once-per-key.js";
 import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { OncePerKey } from "../sandbox/once-per-key.js";
 import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";

@@ -1,8 +1,8 @@
 import { MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
 import { bundleStateBase } from "../state/bundle-state.js";
 import { toolObservationText } from "../../protocol/step-wire.js";
-import type { ToolSchema, Scenario } from "../../envs/bundle-schema.js";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { ToolSchema, Scenario } from "../../envs/format/bundle-schema.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import type { SandboxLimits } from "../sandbox/limits.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { SandboxHost } from "../sandbox/sandbox-host.js";

@@ -1,5 +1,5 @@
-import type { Scenario, ToolSchema } from "../../envs/bundle-schema.js";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { Scenario, ToolSchema } from "../../envs/format/bundle-schema.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 
 const openingToolsCache = new WeakMap<Scenario, ToolSchema[]>();
 /**

@@ -1,5 +1,5 @@
 import { bundleStateBase } from "../state/bundle-state.js";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import type { SandboxLimits } from "../sandbox/limits.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { SandboxHost } from "../sandbox/sandbox-host.js";

@@ -1,5 +1,5 @@
 import { Ajv, type ValidateFunction } from "ajv";
-import type { ToolSchema } from "../../envs/bundle-schema.js";
+import type { ToolSchema } from "../../envs/format/bundle-schema.js";
 
 /**
  * Validates tool arguments against each tool's JSON Schema. Parameters are closed by default

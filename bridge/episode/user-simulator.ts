@@ -1,5 +1,8 @@
-import OpenAI from "openai";
-import { CallCache } from "../../synth/llm/call-cache.js";
+import { CallCache } from "../../llm/call-cache.js";
+import type { TextMessage, Usage } from "../../llm/chat.js";
+import { ChatEndpoint } from "../../llm/chat-endpoint.js";
+import { EndpointError } from "../../llm/endpoint-error.js";
+import { LlmEnvError, llmEnv, llmEnvNumber } from "../../llm/llm-env.js";
 
 /** The simulated user's side of a conversation-mode episode. */
 export interface UserSimulator {
@@ -15,7 +18,7 @@ export interface UserSimulator {
 
 /** A simulated user's conversation so far, and the recorded replies it will give before asking its LLM again. */
 export interface UserConversation {
-  messages: { role: "system" | "user" | "assistant"; content: string }[];
+  messages: TextMessage[];
   prefill: string[];
 }
 
@@ -23,21 +26,21 @@ export const STOP_MARKER = "###STOP###";
 
 /**
  * Where the simulated user's LLM is and how it is asked. Every field left unset falls back to an
- * environment variable (so `envscaler serve` flags, a launcher and tests all configure it the same
- * way), then to the default.
+ * environment variable of the one scheme (llm/llm-env.ts, role USER: so `envscaler serve` flags, a
+ * launcher and tests all configure it the same way), then to the default.
  */
 export interface UserSimulatorConfig {
-  /** OpenAI-compatible base URL; falls back to USER_OPENAI_BASE_URL, then OPENAI_BASE_URL. */
+  /** OpenAI-compatible base URL; falls back to ENVSCALER_USER_BASE_URL (alias USER_OPENAI_BASE_URL), then OPENAI_BASE_URL. */
   baseURL?: string;
-  /** Falls back to USER_OPENAI_API_KEY, then OPENAI_API_KEY. */
+  /** Falls back to ENVSCALER_USER_API_KEY (alias USER_OPENAI_API_KEY), then OPENAI_API_KEY. */
   apiKey?: string;
   /** Falls back to ENVSCALER_USER_MODEL. @default "gpt-4.1" (as in EnvScaler) */
   model?: string;
   /** Falls back to ENVSCALER_USER_TEMPERATURE. @default 0.7 */
   temperature?: number;
-  /** Per-request timeout; falls back to ENVSCALER_USER_TIMEOUT (seconds). @unit milliseconds @default 60000 */
+  /** Per-request timeout; falls back to ENVSCALER_USER_TIMEOUT, then ENVSCALER_LLM_TIMEOUT (seconds). @unit milliseconds @default 60000 */
   timeoutMs?: number;
-  /** Retries of one request on transport errors. @default 3 */
+  /** Retries of one request on transport errors, timeouts, 429 and 5xx; falls back to ENVSCALER_USER_MAX_RETRIES, then ENVSCALER_LLM_MAX_RETRIES. @default 3 */
   maxRetries?: number;
   /** Re-asks when a reply has no `# Reply:` section. @default 3 */
   maxFormatRetries?: number;
@@ -52,26 +55,28 @@ export interface UserSimulatorConfig {
 /** The greeting that elicits the user's opening (EnvScaler's). */
 export const GREETING = "Hi! How can I help you today?";
 
-function envNumber(name: string, env: NodeJS.ProcessEnv): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === "") return undefined;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new UserSimulatorError(`${name} must be a non-negative number; got '${raw}'`);
-  return n;
+/** A number from the environment; a bad one is the simulated user's typed error. */
+function envNumber(setting: "TEMPERATURE" | "TIMEOUT" | "MAX_RETRIES", env: NodeJS.ProcessEnv): number | undefined {
+  try {
+    return llmEnvNumber("USER", setting, env);
+  } catch (e) {
+    if (e instanceof LlmEnvError) throw new UserSimulatorError(e.message);
+    throw e;
+  }
 }
 
 /** The config with every unset field filled from the environment, then the defaults. */
 export function resolveUserConfig(config: UserSimulatorConfig = {}, env: NodeJS.ProcessEnv = process.env) {
-  const timeoutS = envNumber("ENVSCALER_USER_TIMEOUT", env);
+  const timeoutS = envNumber("TIMEOUT", env);
   return {
-    baseURL: config.baseURL ?? env.USER_OPENAI_BASE_URL ?? env.OPENAI_BASE_URL,
-    apiKey: config.apiKey ?? env.USER_OPENAI_API_KEY ?? env.OPENAI_API_KEY ?? "unset",
-    model: config.model ?? env.ENVSCALER_USER_MODEL ?? "gpt-4.1",
-    temperature: config.temperature ?? envNumber("ENVSCALER_USER_TEMPERATURE", env) ?? 0.7,
+    baseURL: config.baseURL ?? llmEnv("USER", "BASE_URL", env),
+    apiKey: config.apiKey ?? llmEnv("USER", "API_KEY", env) ?? "unset",
+    model: config.model ?? llmEnv("USER", "MODEL", env) ?? "gpt-4.1",
+    temperature: config.temperature ?? envNumber("TEMPERATURE", env) ?? 0.7,
     timeoutMs: config.timeoutMs ?? (timeoutS !== undefined ? timeoutS * 1000 : 60_000),
-    maxRetries: config.maxRetries ?? 3,
+    maxRetries: config.maxRetries ?? envNumber("MAX_RETRIES", env) ?? 3,
     maxFormatRetries: config.maxFormatRetries ?? 3,
-    cacheDir: config.cacheDir ?? (env.ENVSCALER_USER_CACHE || undefined),
+    cacheDir: config.cacheDir ?? llmEnv("USER", "CACHE", env),
   };
 }
 
@@ -138,8 +143,8 @@ function cacheAt(dir: string): CallCache {
  * is elicited with the agent's greeting.
  */
 export class OpenAIUserSimulator implements UserSimulator {
-  private readonly client: OpenAI;
-  private readonly messages: { role: "system" | "user" | "assistant"; content: string }[];
+  private readonly endpoint: ChatEndpoint;
+  private readonly messages: TextMessage[];
 
   private readonly prefill: string[];
 
@@ -163,7 +168,7 @@ export class OpenAIUserSimulator implements UserSimulator {
   ) {
     this.prefill = [...prefill];
     this.config = resolveUserConfig(config);
-    this.client = new OpenAI({ baseURL: this.config.baseURL, apiKey: this.config.apiKey, timeout: this.config.timeoutMs, maxRetries: this.config.maxRetries });
+    this.endpoint = new ChatEndpoint({ baseURL: this.config.baseURL, apiKey: this.config.apiKey, timeoutMs: this.config.timeoutMs, maxRetries: this.config.maxRetries, backoffMs: 500, backoffCapMs: 8000 });
     this.cache = this.config.cacheDir ? cacheAt(this.config.cacheDir) : null;
     this.messages = [{ role: "system", content: userSystemPrompt(task, instructions) }];
   }
@@ -188,7 +193,7 @@ export class OpenAIUserSimulator implements UserSimulator {
 
   fork(): OpenAIUserSimulator {
     const copy = Object.create(OpenAIUserSimulator.prototype) as OpenAIUserSimulator;
-    // the same client and settings; its own copy of the history and of the replies still to replay
+    // the same endpoint and settings; its own copy of the history and of the replies still to replay
     Object.assign(copy, this, { messages: this.messages.map((m) => ({ ...m })), prefill: [...this.prefill] });
     return copy;
   }
@@ -236,13 +241,15 @@ export class OpenAIUserSimulator implements UserSimulator {
     const tries = 1 + this.config.maxFormatRetries;
     for (let i = 0; i < tries; i++) {
       let raw: string;
-      let usage: { prompt_tokens: number; completion_tokens: number };
+      let usage: Usage;
       try {
-        const res = await this.client.chat.completions.create(request);
-        raw = res.choices[0]?.message?.content ?? "";
-        usage = { prompt_tokens: res.usage?.prompt_tokens ?? 0, completion_tokens: res.usage?.completion_tokens ?? 0 };
+        const done = await this.endpoint.complete(request);
+        raw = done.response.choices[0]?.message?.content ?? "";
+        usage = done.usage;
       } catch (e) {
-        throw new UserSimulatorError(`simulated user request failed (${this.config.baseURL ?? "OpenAI"}, model ${this.config.model}): ${(e as Error).message}`);
+        if (!(e instanceof EndpointError)) throw e;
+        const tries = e.attempts > 1 ? ` after ${e.attempts} tries` : "";
+        throw new UserSimulatorError(`simulated user request failed (${this.config.baseURL ?? "OpenAI"}, model ${this.config.model})${tries}: ${e.detail}`);
       }
       if (parseUserReply(raw) !== null) {
         try {

@@ -1,4 +1,4 @@
-import type { ToolSchema } from "../../envs/bundle-schema.js";
+import type { ToolSchema } from "../../envs/format/bundle-schema.js";
 import type { EnvRuntime, ForkResult } from "../engine/env-runtime.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
 import { SessionQueue } from "../sessions/session-queue.js";

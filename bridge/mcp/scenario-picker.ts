@@ -1,4 +1,4 @@
-import type { EnvRegistry } from "../../envs/registry.js";
+import type { EnvRegistry } from "../../envs/format/registry.js";
 import { unknownScenario } from "../sessions/unknowns.js";
 
 /** A shell-style glob (`*`, `?`) over scenario ids as a RegExp. */

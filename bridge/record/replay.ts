@@ -1,4 +1,4 @@
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { Episode, type StepResult } from "../episode/episode.js";
 import { ReferenceCache } from "../episode/reference-state.js";
 import { SandboxHost } from "../sandbox/sandbox-host.js";

@@ -1,15 +1,6 @@
 import { parseAction } from "../episode/action-parser.js";
+import type { ChatMessage } from "../../llm/chat.js";
 import type { RecordedEpisode } from "./trajectory-reader.js";
-
-/** A chat message in the OpenAI shape (plus `reasoning_content` when a server returns one); the rollout agent keeps its history in it too. */
-export interface ChatMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string | null;
-  tool_calls?: { id: string; type: "function"; function: { name: string; arguments: string } }[];
-  tool_call_id?: string;
-  name?: string;
-  reasoning_content?: string;
-}
 
 export interface SftRecord {
   messages: ChatMessage[];

@@ -5,6 +5,7 @@ import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../protocol/codec.js";
 import type { z } from "zod";
 import { ProtocolError } from "../../protocol/error-codes.js";
 import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody, type Op, type RESULT_SCHEMAS } from "../../protocol/messages.js";
+import { SERVER_VERSION } from "../../protocol/server-version.js";
 import { compactStep } from "../../protocol/step-wire.js";
 import type { EnvRuntime, ForkResult } from "../engine/env-runtime.js";
 import { failureOf, FAILURES } from "../sessions/failure-table.js";
@@ -13,8 +14,6 @@ import { requireScenario } from "../sessions/unknowns.js";
 import { RetryMemory } from "./retry-memory.js";
 import { SessionTable, type Session } from "./session-table.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
-
-export const SERVER_VERSION = "0.1.0";
 
 export interface ServerLimits {
   /** @unit bytes @default 8 MiB */

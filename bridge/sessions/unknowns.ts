@@ -1,5 +1,5 @@
 import { ProtocolError } from "../../protocol/error-codes.js";
-import type { EnvRegistry } from "../../envs/registry.js";
+import type { EnvRegistry } from "../../envs/format/registry.js";
 
 /**
  * Every "unknown …" the fronts answer is raised here, so each reads the same on every front (its

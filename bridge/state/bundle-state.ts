@@ -1,4 +1,4 @@
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import { StateBase, type JsonObject } from "./state-base.js";
 
 // Loading a bundle (envs/) and building its states (here) are separate layers: envs/ only holds

@@ -1,37 +1,25 @@
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
-import { ModelClient, type AgentMessage, type ModelReply } from "../../agent/model-client.js";
-import { ABORTING_KINDS, runEpisode, type AgentBridge, type EpisodeOutcome } from "../../agent/run-episode.js";
-import type { AgentMode } from "../../agent/system-prompt.js";
+import type { Usage } from "../../llm/chat.js";
+import type { AgentGame, AgentOutcome, AgentPlayer, EpisodeOps } from "./agent-player.js";
 import { ApiError } from "./http-util.js";
 import type { PlaySessions } from "./play-sessions.js";
 
 /** What the page asks for: a scenario and seed, and the model to play it. */
-export interface AgentRequest {
+export interface AgentRequest extends Omit<AgentGame, "key" | "seed"> {
   page: string;
-  scenario_id: string;
   seed?: number;
-  base_url: string;
-  model: string;
-  api_key?: string;
-  agent_mode: AgentMode;
-  /** Client-side step cap (the scenario's own max_steps applies too). */
-  max_steps?: number;
-  /** Per model call. @unit s */
-  timeout_s: number;
-  max_retries: number;
-  temperature?: number;
 }
 
 /** What the page is told, in order, over the run's event stream. */
 export type AgentEvent =
   | ({ type: "start" } & Awaited<ReturnType<PlaySessions["start"]>>)
   | { type: "thinking"; step: number }
-  | { type: "model"; step: number; latency_ms: number; attempts: number; usage: ModelReply["usage"] }
+  | { type: "model"; step: number; latency_ms: number; attempts: number; usage: Usage }
   | ({ type: "step"; action: unknown; finish?: true } & Awaited<ReturnType<PlaySessions["step"]>>)
   | { type: "end"; stopped: boolean; outcome: AgentSummary };
 
-export type AgentSummary = Pick<EpisodeOutcome, "episode_id" | "reward" | "success" | "end_reason" | "steps" | "failures" | "usage" | "model_calls" | "model_ms" | "wall_ms">;
+export type AgentSummary = AgentOutcome;
 
 interface Run {
   id: string;
@@ -51,39 +39,26 @@ const KEEP_ENDED_MS = 10 * 60_000;
 /** Steps stopped by the user: every later request of the loop is refused with this code. */
 const STOPPED = "stopped";
 
-/** The agent's model client, its calls cancellable and announced to the page. */
-class StreamedModel extends ModelClient {
-  private step = 0;
-  constructor(
-    options: ConstructorParameters<typeof ModelClient>[0],
-    private readonly signal: AbortSignal,
-    private readonly emit: (e: AgentEvent) => void,
-  ) {
-    super(options);
-  }
-
-  override async chat(messages: AgentMessage[], tools: unknown[] | undefined, salt: string): Promise<ModelReply> {
-    const step = ++this.step;
-    this.emit({ type: "thinking", step });
-    const r = await super.chat(messages, tools, salt, this.signal);
-    this.emit({ type: "model", step, latency_ms: Math.round(r.latency_ms), attempts: r.attempts, usage: r.usage });
-    return r;
-  }
-}
-
 /**
- * Models playing scenarios from the UI, through the same loop as `envscaler rollout` (runEpisode):
- * its bridge is the page's PlaySessions, so the model's episode is an ordinary play episode (its
- * steps snapshotted, scored live, undoable and branchable once the run ends) and every step is
- * streamed to the page as it happens. A run is stopped by aborting its model call in flight.
+ * Models playing scenarios from the UI, through an AgentPlayer (the CLI gives it the rollout's
+ * loop, agent/ui-agent-player.ts): its episode operations are the page's PlaySessions, so the
+ * model's episode is an ordinary play episode (its steps snapshotted, scored live, undoable and
+ * branchable once the run ends) and every step is streamed to the page as it happens. A run is
+ * stopped by aborting its signal (the player cancels its model call in flight).
  */
 export class AgentRuns {
   private readonly runs = new Map<string, Run>();
 
-  constructor(private readonly play: PlaySessions) {}
+  /** `player`: null when the UI was started without one: the page's agent form is refused. */
+  constructor(
+    private readonly play: PlaySessions,
+    private readonly player: AgentPlayer | null,
+  ) {}
 
   start(req: AgentRequest): { run_id: string } {
     this.prune();
+    const player = this.player;
+    if (!player) throw new ApiError(501, "no_agent", "this playground was started without an agent player: models cannot play here");
     // refused here rather than as the loop's first failure
     this.play.checkStart(req.scenario_id);
     const run: Run = { id: `run-${randomUUID()}`, page: req.page, episodeId: null, events: [], listeners: new Set(), controller: new AbortController(), done: Promise.resolve(), ended: null };
@@ -92,49 +67,34 @@ export class AgentRuns {
       for (const l of run.listeners) l.send(e, run.events.length - 1);
     };
     const signal = run.controller.signal;
-    const model = new StreamedModel(
-      {
-        baseURL: req.base_url,
-        apiKey: req.api_key || undefined,
-        model: req.model,
-        timeoutMs: req.timeout_s * 1000,
-        maxRetries: req.max_retries,
-        backoffMs: 500,
-        sampling: req.temperature === undefined ? {} : { temperature: req.temperature },
-      },
-      signal,
-      emit,
-    );
     const refuse = () => Object.assign(new Error("stopped by the user"), { code: STOPPED });
-    const bridge: AgentBridge = {
-      request: (async (op: string, f: Record<string, unknown> = {}) => {
-        // the episode belongs to the page, not to the loop: it stays open for the user to go on with
-        if (op === "close") return {};
-        if (signal.aborted) throw refuse();
-        if (op === "reset") {
-          const r = await this.play.start(req.page, f.scenario_id as string, f.seed as number);
-          run.episodeId = r.episode_id;
-          this.play.claim(r.episode_id, run.id);
-          emit({ type: "start", ...r });
-          return { session_id: r.episode_id, observation: r.observation, info: r.info };
-        }
-        if (op === "step" || op === "finish") {
-          const r = op === "step" ? await this.play.step(run.episodeId!, f.action, run.id) : await this.play.finish(run.episodeId!, run.id);
-          emit({ type: "step", action: op === "step" ? f.action : null, ...(op === "finish" ? { finish: true as const } : {}), ...r });
-          return r.result;
-        }
-        throw new ApiError(500, "internal_error", `the agent loop asked for ${op}, which the playground does not serve`);
-      }) as AgentBridge["request"],
+    const episode: EpisodeOps = async (op, f = {}) => {
+      // the episode belongs to the page, not to the loop: it stays open for the user to go on with
+      if (op === "close") return {};
+      if (signal.aborted) throw refuse();
+      if (op === "reset") {
+        const r = await this.play.start(req.page, f.scenario_id as string, f.seed as number);
+        run.episodeId = r.episode_id;
+        this.play.claim(r.episode_id, run.id);
+        emit({ type: "start", ...r });
+        return { session_id: r.episode_id, observation: r.observation, info: r.info };
+      }
+      if (op === "step" || op === "finish") {
+        const r = op === "step" ? await this.play.step(run.episodeId!, f.action, run.id) : await this.play.finish(run.episodeId!, run.id);
+        emit({ type: "step", action: op === "step" ? f.action : null, ...(op === "finish" ? { finish: true as const } : {}), ...r });
+        return r.result;
+      }
+      throw new ApiError(500, "internal_error", `the agent loop asked for ${op}, which the playground does not serve`);
     };
-    const seed = req.seed ?? Math.floor(Math.random() * 2 ** 31);
-    run.done = runEpisode(bridge, model, { key: run.id, scenario_id: req.scenario_id, trial: 0, seed }, { agentMode: req.agent_mode, maxSteps: req.max_steps })
-      .then((o) => {
-        const stopped = signal.aborted;
-        // what stopping does to the loop (a cancelled call, refused requests) is not the model's failure
-        const failures = stopped ? o.failures.filter((f) => !ABORTING_KINDS.includes(f.kind)) : o.failures;
-        const { episode_id, reward, success, end_reason, steps, usage, model_calls, model_ms, wall_ms } = o;
-        emit({ type: "end", stopped, outcome: { episode_id, reward, success, end_reason, steps, failures, usage, model_calls, model_ms: Math.round(model_ms), wall_ms: Math.round(wall_ms) } });
-      })
+    const { page: _, ...game } = req;
+    const hooks = {
+      signal,
+      onThinking: (step: number) => emit({ type: "thinking", step }),
+      onReply: (step: number, r: { latency_ms: number; attempts: number; usage: Usage }) => emit({ type: "model", step, ...r }),
+    };
+    run.done = player
+      .play(episode, { ...game, key: run.id, seed: req.seed ?? Math.floor(Math.random() * 2 ** 31) }, hooks)
+      .then((outcome) => emit({ type: "end", stopped: signal.aborted, outcome }))
       .finally(() => {
         run.ended = Date.now();
         if (run.episodeId) {
@@ -240,7 +200,7 @@ export function agentRequest(b: Record<string, unknown>): AgentRequest {
     base_url: baseUrl,
     model: s("model")!,
     api_key: s("api_key", true),
-    agent_mode: mode as AgentMode,
+    agent_mode: mode as AgentRequest["agent_mode"],
     max_steps: n("max_steps", 1, 1000, true),
     timeout_s: n("timeout_s", 1, 600, false, 60)!,
     max_retries: n("max_retries", 0, 5, true, 0)!,

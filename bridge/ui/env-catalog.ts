@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join, resolve, sep } from "node:path";
-import type { EnvRegistry } from "../../envs/registry.js";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { EnvRegistry } from "../../envs/format/registry.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { ApiError } from "./http-util.js";
 

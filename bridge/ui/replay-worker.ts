@@ -1,6 +1,6 @@
 // Worker thread for the UI's replay: re-executes one recorded episode under the watchdog of
 // runWatchedWorker (replayIsolated). Replay runs recorded env code, as untrusted as in training.
-// Started by the one worker bootstrap (startWorker), which publishes guest calls' deadlines.
+// Started by the one worker bootstrap (startWorker); its SandboxHost publishes guest calls' deadlines (workerMonitor).
 import { parentPort } from "node:worker_threads";
 import { replayAll } from "../record/replay.js";
 import type { RecordedEpisode } from "../record/trajectory-reader.js";

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
-import { CHART_CSS, reportCharts } from "../../agent/report-charts.js";
+import { CHART_CSS, reportCharts } from "../record/report-charts.js";
 import { episodePage } from "../record/episode-page.js";
 import type { ReplayResult } from "../record/replay.js";
 import { episodeReward, filterProblem, toChat, type SftRecord } from "../record/sft-export.js";

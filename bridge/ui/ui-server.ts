@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { EnvRuntime } from "../engine/env-runtime.js";
 import type { UserSimulatorConfig } from "../episode/user-simulator.js";
+import type { AgentPlayer } from "./agent-player.js";
 import { AgentRuns, agentRequest } from "./agent-runs.js";
 import { EnvCatalog } from "./env-catalog.js";
 import { ApiError, asApiError, readJsonBody, sendError, sendJson, str } from "./http-util.js";
@@ -33,6 +34,8 @@ export interface UiOptions {
   maxSnapshotMb?: number;
   /** What the page's agent form starts with (an OpenAI-compatible endpoint and model); the page may change both. */
   agent?: { baseURL?: string; model?: string };
+  /** Plays the page's agent runs (the CLI gives it agent/'s loop); unset: the agent form is refused. */
+  agentPlayer?: AgentPlayer;
 }
 
 const ASSETS = new URL("./assets/", import.meta.url);
@@ -70,7 +73,7 @@ export class UiServer {
     this.token = this.loopback ? null : newToken();
     this.catalog = new EnvCatalog(runtime.registry);
     this.play = new PlaySessions(runtime, { idleMs: options.idleMs, maxEpisodes: options.maxEpisodes, userAttached: !!options.user });
-    this.agents = new AgentRuns(this.play);
+    this.agents = new AgentRuns(this.play, options.agentPlayer ?? null);
     this.trajectories = new TrajectoryLibrary(options.trajectories, options.envs, options.hardStopGraceMs);
     this.defineRoutes();
   }

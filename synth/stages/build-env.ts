@@ -5,7 +5,7 @@ import { z } from "zod";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/episode/episode.js";
-import { ENV_ID_RE } from "../../envs/bundle-schema.js";
+import { ENV_ID_RE } from "../../envs/format/bundle-schema.js";
 import { extractCode, InvalidReply, LlmError, type LlmClient } from "../llm/llm-client.js";
 import { codePrompt, judgePrompt, methodPrompt, planPrompt, testerPrompt } from "../prompts.js";
 import type { MinedEnv, Rejection } from "./mine.js";

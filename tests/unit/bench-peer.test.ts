@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { Episode } from "../../bridge/episode/episode.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { versus } from "../../bench/rows.js";
 import { fileSandboxHost } from "../helpers.js";
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { BFCL_HOLDOUT_MESSAGE, findBfclPackage, importBfcl, parseGroundTruthCall } from "../../envs/bfcl/import-bfcl.js";
-import { pyJsonParse } from "../../envs/bfcl/py-json.js";
+import { pyJsonParse } from "../../bridge/episode/py-json.js";
 // a plain ES module (also a CLI: node envs/bfcl/verify.mjs GOLDEN.json)
 import { verify } from "../../envs/bfcl/verify.mjs";
 

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { expect, test } from "vitest";
 import { checkBundle } from "../../bridge/check/check-bundle.js";
 import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
-import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
+import { BundleLoadError, loadBundle } from "../../envs/format/load-bundle.js";
 import { FIXTURES } from "../helpers.js";
 
 const run = promisify(execFile);

@@ -2,7 +2,7 @@
 // codes and their one wire table, the one Watchdog, and the snapshot store's reservations.
 import { join } from "node:path";
 import { expect, expectTypeOf, test } from "vitest";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { ERROR_CODES, INTERNAL_ERROR_CODES, wireCode, type CoreErrorCode } from "../../protocol/error-codes.js";
 import type { StepResult } from "../../bridge/episode/episode.js";
 import type { PortableSnapshot } from "../../bridge/episode/portable-snapshot.js";
@@ -66,6 +66,7 @@ test("an in-thread engine answers each op with its own result, and refusals with
   expect(refused).toMatchObject({ ok: false, error: { code: "unknown_episode" } });
   expect(await engine.post(rec, "close", {})).toMatchObject({ ok: true, value: null });
   expect(rec.inFlight, "every request was answered").toBe(0);
+  await engine.stop(); // its host's sandboxes with it (the leak check holds every file to that)
 });
 
 test("every internal error code has one wire code, and wire codes pass through unchanged", () => {

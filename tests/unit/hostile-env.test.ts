@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { Episode } from "../../bridge/episode/episode.js";
-import { loadBundle } from "../../envs/load-bundle.js";
+import { loadBundle } from "../../envs/format/load-bundle.js";
 import { fileSandboxHost } from "../helpers.js";
 
 /** This file's episodes' and sessions' sandboxes (disposed after its tests). */

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { Episode, MAX_CALLS_PER_ACTION } from "../../bridge/episode/episode.js";
-import { loadBundle, MAX_SOURCE_BYTES, BundleLoadError } from "../../envs/load-bundle.js";
+import { loadBundle, MAX_SOURCE_BYTES, BundleLoadError } from "../../envs/format/load-bundle.js";
 import { FIXTURES, inlineBundle, fileSandboxHost } from "../helpers.js";
 
 /** This file's episodes' and sessions' sandboxes (disposed after its tests). */

@@ -7,7 +7,7 @@ import { checkBundle } from "../../bridge/check/check-bundle.js";
 import { EnvSession } from "../../bridge/episode/env-session.js";
 import { bundleStateBase } from "../../bridge/state/bundle-state.js";
 import { StateBase, StateView } from "../../bridge/state/state-base.js";
-import { loadBundle } from "../../envs/load-bundle.js";
+import { loadBundle } from "../../envs/format/load-bundle.js";
 import { fileSandboxHost } from "../helpers.js";
 
 /** This file's episodes' and sessions' sandboxes (disposed after its tests). */

@@ -1,7 +1,7 @@
 import { expect, test } from "vitest";
 import { ReferenceCache } from "../../bridge/episode/reference-state.js";
 import type { StateView } from "../../bridge/state/state-base.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
 import { inlineBundle, fileSandboxHost } from "../helpers.js";
 
 /** This file's episodes' and sessions' sandboxes (disposed after its tests). */

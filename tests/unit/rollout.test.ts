@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ModelClient } from "../../agent/model-client.js";
-import { passHatK } from "../../agent/pass-hat-k.js";
+import { passHatK } from "../../bridge/record/pass-hat-k.js";
 import { BridgeNotRunning, checkReachable } from "../../agent/reachability.js";
 import { runRollout, type RolloutOptions, type RolloutRun } from "../../agent/rollout.js";
 import { selectScenarios } from "../../agent/select-scenarios.js";

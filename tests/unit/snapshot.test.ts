@@ -7,9 +7,9 @@ import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
 import { Episode, type StepResult } from "../../bridge/episode/episode.js";
 import { runJsCheck } from "../../bridge/episode/checker.js";
 import { StateBase } from "../../bridge/state/state-base.js";
-import { EnvManifest } from "../../envs/bundle-schema.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvManifest } from "../../envs/format/bundle-schema.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { fileSandboxHost } from "../helpers.js";
 
 /** This file's episodes' and sessions' sandboxes (disposed after its tests). */

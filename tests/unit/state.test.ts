@@ -4,8 +4,8 @@ import { StateBase } from "../../bridge/state/state-base.js";
 import { sameStateUpToNewIds } from "../../bridge/state/same-state-up-to-new-ids.js";
 import { bundleStateBase } from "../../bridge/state/bundle-state.js";
 import { sameState, StateTracker } from "../../bridge/state/state-tracker.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
-import { EnvManifest } from "../../envs/bundle-schema.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
+import { EnvManifest } from "../../envs/format/bundle-schema.js";
 import { fileSandboxHost } from "../helpers.js";
 
 /** This file's episodes' and sessions' sandboxes (disposed after its tests). */

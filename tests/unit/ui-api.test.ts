@@ -11,7 +11,7 @@ import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
 import { encodeRecord } from "../../bridge/record/trajectory-writer.js";
 import { provenanceOf } from "../../bridge/ui/env-catalog.js";
 import { UiServer } from "../../bridge/ui/ui-server.js";
-import type { EnvBundle } from "../../envs/load-bundle.js";
+import type { EnvBundle } from "../../envs/format/load-bundle.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";

@@ -2,7 +2,10 @@
  * JSON text read the way Python's json.loads reads it, for the values JavaScript would blur: a
  * number written with a fraction or an exponent is a float even when integral (`30.0`), so it
  * becomes `{"$float": 30}`; an integer too large for a double stays exact as `{"$int": "…"}`.
- * Everything else is plain JSON. The BFCL ports read these markers (PyText.fromJson in py-text.js).
+ * Everything else is plain JSON. The core reads every action's tool-call arguments with it
+ * (action-parser.ts), so an env written against Python semantics sees the types Python would; the
+ * BFCL ports read these markers (PyText.fromJson in envs/bfcl/py-text.js) and their importer uses
+ * the same reader (a port may import the core, never the other way).
  */
 export function pyJsonParse(text: string): unknown {
   let i = 0;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { canonicalJson } from "../../protocol/canonical-json.js";
+import { canonicalJson } from "../protocol/canonical-json.js";
 
 export interface CachedCall {
   content: string;
