@@ -1,4 +1,4 @@
-import type { AgentGame, AgentHooks, AgentOutcome, AgentPlayer, EpisodeOps } from "../bridge/ui/agent-player.js";
+import type { AgentGame, AgentHooks, AgentOutcome, AgentPlayer, EpisodeOps } from "../bridge/fronts/ui/agent-player.js";
 import { ModelClient, type AgentMessage, type ModelReply } from "./model-client.js";
 import { ABORTING_KINDS, runEpisode, type AgentBridge } from "./run-episode.js";
 

@@ -1,8 +1,8 @@
 // One process's in-process step and reset times for the fuel-cost row of `npm run bench`: run it
 // with and without ENVSCALER_NO_FUEL=1 (read once per thread, so each setting needs its own
 // process). Prints one JSON line: {"step_us": p50, "reset_us": p50}.
-import { Episode } from "../bridge/episode/episode.js";
-import { SandboxHost } from "../bridge/sandbox/sandbox-host.js";
+import { Episode } from "../bridge/core/episode/episode.js";
+import { SandboxHost } from "../bridge/core/sandbox/sandbox-host.js";
 import { EnvRegistry } from "../envs/format/registry.js";
 import { median } from "./rows.js";
 

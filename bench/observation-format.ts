@@ -14,9 +14,9 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { EnvSession } from "../bridge/episode/env-session.js";
-import { SandboxHost } from "../bridge/sandbox/sandbox-host.js";
-import { bundleStateBase } from "../bridge/state/bundle-state.js";
+import { EnvSession } from "../bridge/core/episode/env-session.js";
+import { SandboxHost } from "../bridge/core/sandbox/sandbox-host.js";
+import { bundleStateBase } from "../bridge/core/state/bundle-state.js";
 import { loadBundle, type EnvBundle } from "../envs/format/load-bundle.js";
 import { importTaubench } from "../envs/taubench/import-taubench.js";
 

@@ -1,6 +1,6 @@
 import type { Argv } from "yargs";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import type { UserSimulatorConfig } from "../bridge/episode/user-simulator.js";
+import type { UserSimulatorConfig } from "../bridge/core/episode/user-simulator.js";
 
 // Options that several commands take, each defined once here so that a default (or its meaning)
 // cannot differ between commands; tests/unit/cli-options.test.ts holds every command that takes a

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll } from "vitest";
-import { SandboxHost, type SandboxHostOptions } from "../bridge/sandbox/sandbox-host.js";
+import { SandboxHost, type SandboxHostOptions } from "../bridge/core/sandbox/sandbox-host.js";
 import { EnvManifest } from "../envs/format/bundle-schema.js";
 import { EnvBundle, loadBundle } from "../envs/format/load-bundle.js";
 

@@ -6,8 +6,8 @@
 // held by a pool no one owns. Registered before the file's own hooks, so it runs after them (vitest
 // runs after-hooks in stack order): a file's afterAll may close its runtimes and dispose its hosts.
 import { afterAll } from "vitest";
-import { liveInstances } from "../bridge/sandbox/quickjs-machine.js";
-import { SandboxHost } from "../bridge/sandbox/sandbox-host.js";
+import { liveInstances } from "../bridge/core/sandbox/quickjs-machine.js";
+import { SandboxHost } from "../bridge/core/sandbox/sandbox-host.js";
 
 /** What this thread still holds: one line per leak, empty when clean. */
 export function sandboxLeaks(): string[] {

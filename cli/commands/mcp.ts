@@ -1,12 +1,12 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
-import { serveStdio } from "../../bridge/mcp/mcp-stdio.js";
-import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
-import { TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
-import { createLogger } from "../../bridge/server/logger.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { McpHttpServer } from "../../bridge/fronts/mcp/mcp-http-server.js";
+import { serveStdio } from "../../bridge/fronts/mcp/mcp-stdio.js";
+import { ScenarioPicker } from "../../bridge/fronts/mcp/scenario-picker.js";
+import { TrajectoryWriter } from "../../bridge/tools/record/trajectory-writer.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
 import { envsOptions, hostOptions, recordOptions, sessionOptions, snapshotOptions, userConfigFromArgs, userOptions, watchdogOptions, workersOptions, type UserArgs } from "../option-groups.js";
 
 interface McpArgs extends UserArgs {

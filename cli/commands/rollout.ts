@@ -7,10 +7,10 @@ import { OutcomeLog } from "../../agent/outcome-log.js";
 import { runRollout, type RolloutRun } from "../../agent/rollout.js";
 import { ABORTING_KINDS } from "../../agent/run-episode.js";
 import type { RunSettings } from "../../agent/summarize.js";
-import { resolveUserConfig } from "../../bridge/episode/user-simulator.js";
+import { resolveUserConfig } from "../../bridge/core/episode/user-simulator.js";
 import { llmEnv, llmEnvNumber } from "../../llm/llm-env.js";
-import { createLogger } from "../../bridge/server/logger.js";
-import { Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
+import { Supervisor, type ConnectionInfo } from "../../bridge/fronts/zmq/supervisor.js";
 import { envsOptions, userConfigFromArgs, userOptions, workersOptions, type UserArgs } from "../option-groups.js";
 
 export interface RolloutArgs extends UserArgs {

@@ -1,7 +1,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { createLogger } from "../../bridge/server/logger.js";
-import { Supervisor } from "../../bridge/server/supervisor.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
+import { Supervisor } from "../../bridge/fronts/zmq/supervisor.js";
 import { resolveEnvFolders } from "../env-folders.js";
 import { envsOptions, recordOptions, sessionOptions, snapshotOptions, userConfigFromArgs, userOptions, watchdogOptions, workersOptions, type UserArgs } from "../option-groups.js";
 import { watchProcesses } from "../parent-watch.js";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { envsOptions, hostOptions, snapshotOptions, userConfigFromArgs, userOptions, type UserArgs } from "../option-groups.js";
 
 interface UiArgs extends UserArgs {

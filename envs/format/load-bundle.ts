@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { EnvManifest, Scenario } from "./bundle-schema.js";
 
-/** A JSON object as a bundle's files hold it (bridge/state builds its state bases from these). */
+/** A JSON object as a bundle's files hold it (bridge/core/state builds its state bases from these). */
 type JsonObject = Record<string, unknown>;
 
 /** One problem found while loading a bundle, with the file it is in. */
@@ -20,7 +20,7 @@ export class BundleLoadError extends Error {
   }
 }
 
-/** A loaded, schema-valid env bundle: the parsed files. Immutable; its states are built by bridge/state/bundle-state.ts. */
+/** A loaded, schema-valid env bundle: the parsed files. Immutable; its states are built by bridge/core/state/bundle-state.ts. */
 export class EnvBundle {
   constructor(
     readonly dir: string,

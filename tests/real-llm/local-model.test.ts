@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { ModelClient, type AgentMessage } from "../../agent/model-client.js";
 import { EndpointError } from "../../llm/endpoint-error.js";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/format/registry.js";
 import { LlmClient, type JsonMode } from "../../synth/llm/llm-client.js";

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 
 const ON = process.env.LOCAL_LLM === "1";

@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { Episode } from "../../bridge/episode/episode.js";
+import { Episode } from "../../bridge/core/episode/episode.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/format/registry.js";
 import { versus } from "../../bench/rows.js";

@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { expect, test } from "vitest";
 import { Dealer } from "zeromq";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { BridgeServer } from "../../bridge/server/bridge-server.js";
-import { RetryMemory } from "../../bridge/server/retry-memory.js";
-import { TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { BridgeServer } from "../../bridge/fronts/zmq/bridge-server.js";
+import { RetryMemory } from "../../bridge/fronts/zmq/retry-memory.js";
+import { TrajectoryWriter } from "../../bridge/tools/record/trajectory-writer.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES, fileSandboxHost } from "../helpers.js";
@@ -124,8 +124,8 @@ test("recording_unavailable names no server path", async () => {
 });
 
 test("closed episodes' sandboxes are kept for reuse only up to RECYCLED_MAX_TOTAL_BYTES", async () => {
-  const { Episode } = await import("../../bridge/episode/episode.js");
-  const { RECYCLED_MAX_TOTAL_BYTES } = await import("../../bridge/sandbox/sandbox-host.js");
+  const { Episode } = await import("../../bridge/core/episode/episode.js");
+  const { RECYCLED_MAX_TOTAL_BYTES } = await import("../../bridge/core/sandbox/sandbox-host.js");
   const { inlineBundle } = await import("../helpers.js");
   // each episode's wasm memory grows to ~48 MiB (a healthy instance, recycled on close) and stays so
   const bundle = inlineBundle("grow", "Grow", `class Grow { constructor(s) {} grow() { const a = []; for (let i = 0; i < 40; i++) a.push("x".repeat(1 << 20) + i); return a.length; } }`, ["grow"], {});

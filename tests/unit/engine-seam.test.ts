@@ -4,15 +4,15 @@ import { join } from "node:path";
 import { expect, expectTypeOf, test } from "vitest";
 import { EnvRegistry } from "../../envs/format/registry.js";
 import { ERROR_CODES, INTERNAL_ERROR_CODES, wireCode, type CoreErrorCode } from "../../protocol/error-codes.js";
-import type { StepResult } from "../../bridge/episode/episode.js";
-import type { PortableSnapshot } from "../../bridge/episode/portable-snapshot.js";
-import type { Engine } from "../../bridge/engine/engine.js";
-import { EnvRuntime, RuntimeError } from "../../bridge/engine/env-runtime.js";
-import { EpisodeTable } from "../../bridge/engine/episode-table.js";
-import { InThreadEngine } from "../../bridge/engine/in-thread-engine.js";
-import type { EngineError, ForkValue, ResetValue, ResultOf, SnapshotValue } from "../../bridge/engine/messages.js";
-import type { EpisodeRecord } from "../../bridge/engine/records.js";
-import { DeadlineBoard, Watchdog, type Overrun } from "../../bridge/engine/watchdog.js";
+import type { StepResult } from "../../bridge/core/episode/episode.js";
+import type { PortableSnapshot } from "../../bridge/core/episode/portable-snapshot.js";
+import type { Engine } from "../../bridge/core/engine/engine.js";
+import { EnvRuntime, RuntimeError } from "../../bridge/core/engine/env-runtime.js";
+import { EpisodeTable } from "../../bridge/core/engine/episode-table.js";
+import { InThreadEngine } from "../../bridge/core/engine/in-thread-engine.js";
+import type { EngineError, ForkValue, ResetValue, ResultOf, SnapshotValue } from "../../bridge/core/engine/messages.js";
+import type { EpisodeRecord } from "../../bridge/core/engine/records.js";
+import { DeadlineBoard, Watchdog, type Overrun } from "../../bridge/core/engine/watchdog.js";
 
 const LIBRARY = join(import.meta.dirname, "..", "..", "envs", "library");
 

@@ -1,5 +1,5 @@
 import { afterEach, expect, test } from "vitest";
-import { Episode } from "../../bridge/episode/episode.js";
+import { Episode } from "../../bridge/core/episode/episode.js";
 import type { Scenario } from "../../envs/format/bundle-schema.js";
 import { EnvBundle } from "../../envs/format/load-bundle.js";
 import { inlineBundle, notesBundle, fileSandboxHost } from "../helpers.js";
@@ -184,7 +184,7 @@ test("reward mode `all` is all-or-nothing (tau-bench); `fraction` gives partial 
 test("reference_state: the same work in another order scores 1.0 (created ids may differ); match_new_ids: false is exact", async () => {
   const { EnvRegistry } = await import("../../envs/format/registry.js");
   const { BUNDLED_ENVS } = await import("../../envs/bundled.js");
-  const { referenceState } = await import("../../bridge/episode/reference-state.js");
+  const { referenceState } = await import("../../bridge/core/episode/reference-state.js");
   const { bundle: library, scenario } = EnvRegistry.load([BUNDLED_ENVS]).scenario("library-5")!;
   // library-5's reference checks out two books; swapping them gives each loan the other's id
   const actions = [...scenario.reference_actions!];

@@ -8,13 +8,13 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
-import { EnvRuntime, RuntimeError } from "../../bridge/engine/env-runtime.js";
-import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
-import { serveStdio } from "../../bridge/mcp/mcp-stdio.js";
-import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
-import { BridgeServer } from "../../bridge/server/bridge-server.js";
-import { FAILURES, runtimeCode } from "../../bridge/sessions/failure-table.js";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { EnvRuntime, RuntimeError } from "../../bridge/core/engine/env-runtime.js";
+import { McpHttpServer } from "../../bridge/fronts/mcp/mcp-http-server.js";
+import { serveStdio } from "../../bridge/fronts/mcp/mcp-stdio.js";
+import { ScenarioPicker } from "../../bridge/fronts/mcp/scenario-picker.js";
+import { BridgeServer } from "../../bridge/fronts/zmq/bridge-server.js";
+import { FAILURES, runtimeCode } from "../../bridge/core/sessions/failure-table.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { ERROR_CODES, type CoreErrorCode, type ErrorCode } from "../../protocol/error-codes.js";
 import { FIXTURES } from "../helpers.js";
 
@@ -22,7 +22,7 @@ import { FIXTURES } from "../helpers.js";
  * Every failure through every front: each protocol error code (and each code only the runtime
  * speaks) is raised by the runtime under a live session of the ZeroMQ wire, MCP over HTTP (a tool
  * call and a control route), MCP over stdio and the UI's play API, and each front must answer
- * what bridge/sessions/failure-table.ts says. The "unknown …" the session service raises itself
+ * what bridge/core/sessions/failure-table.ts says. The "unknown …" the session service raises itself
  * are driven through real requests.
  */
 

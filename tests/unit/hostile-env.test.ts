@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
-import { Episode } from "../../bridge/episode/episode.js";
+import { Episode } from "../../bridge/core/episode/episode.js";
 import { loadBundle } from "../../envs/format/load-bundle.js";
 import { fileSandboxHost } from "../helpers.js";
 

@@ -4,8 +4,8 @@ import { mkdtempSync, mkdirSync, writeFileSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { Episode, MAX_CALLS_PER_ACTION } from "../../bridge/episode/episode.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { Episode, MAX_CALLS_PER_ACTION } from "../../bridge/core/episode/episode.js";
 import { loadBundle, MAX_SOURCE_BYTES, BundleLoadError } from "../../envs/format/load-bundle.js";
 import { FIXTURES, inlineBundle, fileSandboxHost } from "../helpers.js";
 
@@ -109,8 +109,8 @@ test("faults are classified by what happened, not by what a guest's error says",
 });
 
 test("a check that patches toJSON fails itself with a typed error, and scoring goes on", async () => {
-  const { runJsCheck } = await import("../../bridge/episode/checker.js");
-  const { StateBase, StateView } = await import("../../bridge/state/state-base.js");
+  const { runJsCheck } = await import("../../bridge/core/episode/checker.js");
+  const { StateBase, StateView } = await import("../../bridge/core/state/state-base.js");
   const base = StateBase.fromState({ k: 1 });
   const inputs = { initial: new StateView(base), final: new StateView(base), actions: [], messages: [] };
   const r = await runJsCheck(sandboxes, "() => { Object.prototype.toJSON = () => 7; return true; }", inputs, [1, 2, 3, 4]);
@@ -119,7 +119,7 @@ test("a check that patches toJSON fails itself with a typed error, and scoring g
 });
 
 test("a replica that cannot record refuses work before it runs (recording_unavailable); --record-failure continue runs unrecorded", async () => {
-  const { TrajectoryWriter } = await import("../../bridge/record/trajectory-writer.js");
+  const { TrajectoryWriter } = await import("../../bridge/tools/record/trajectory-writer.js");
   const dir = mkdtempSync(join(tmpdir(), "rec-"));
   // asking for more free room than any disk has makes every check fail before anything is written
   const refuse = new TrajectoryWriter(join(dir, "a.jsonl"), { reserveBytes: Number.MAX_SAFE_INTEGER });

@@ -4,7 +4,7 @@ import { afterEach, expect, test } from "vitest";
 import { ChatEndpoint } from "../../llm/chat-endpoint.js";
 import { EndpointError } from "../../llm/endpoint-error.js";
 import { llmEnv, llmEnvNames, llmEnvNumber } from "../../llm/llm-env.js";
-import { resolveUserConfig } from "../../bridge/episode/user-simulator.js";
+import { resolveUserConfig } from "../../bridge/core/episode/user-simulator.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
 
 let fixture: OpenAIFixture | null = null;

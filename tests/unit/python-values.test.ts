@@ -3,10 +3,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { checkBundle } from "../../bridge/check/check-bundle.js";
-import { EnvSession } from "../../bridge/episode/env-session.js";
-import { bundleStateBase } from "../../bridge/state/bundle-state.js";
-import { StateBase, StateView } from "../../bridge/state/state-base.js";
+import { checkBundle } from "../../bridge/tools/check/check-bundle.js";
+import { EnvSession } from "../../bridge/core/episode/env-session.js";
+import { bundleStateBase } from "../../bridge/core/state/bundle-state.js";
+import { StateBase, StateView } from "../../bridge/core/state/state-base.js";
 import { loadBundle } from "../../envs/format/load-bundle.js";
 import { fileSandboxHost } from "../helpers.js";
 
@@ -24,7 +24,7 @@ interface PyLayer {
   isFloat(v: unknown): boolean;
   num(v: unknown): unknown;
 }
-const PY_SOURCE = readFileSync(join(import.meta.dirname, "..", "..", "bridge", "sandbox", "python-values.js"), "utf8");
+const PY_SOURCE = readFileSync(join(import.meta.dirname, "..", "..", "bridge", "core", "sandbox", "python-values.js"), "utf8");
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the sandbox's own source, evaluated as the sandbox's prelude evaluates it
 const Py = new Function(`return (\n${PY_SOURCE}\n);`)() as PyLayer;
 

@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
-import { ReferenceCache } from "../../bridge/episode/reference-state.js";
-import type { StateView } from "../../bridge/state/state-base.js";
+import { ReferenceCache } from "../../bridge/core/episode/reference-state.js";
+import type { StateView } from "../../bridge/core/state/state-base.js";
 import { EnvBundle } from "../../envs/format/load-bundle.js";
 import { inlineBundle, fileSandboxHost } from "../helpers.js";
 

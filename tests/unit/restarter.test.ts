@@ -1,11 +1,11 @@
 // The Restarter on stand-in engines: its restart budget, quarantine, and how it answers the
 // requests a stopped worker held. No threads: what a worker would answer is scripted here.
 import { expect, test } from "vitest";
-import type { Engine, Pending } from "../../bridge/engine/engine.js";
-import type { EngineOp, ReplyOf, RequestFields } from "../../bridge/engine/messages.js";
-import type { EpisodeRecord } from "../../bridge/engine/records.js";
-import { Restarter, type RestarterOptions } from "../../bridge/engine/restarter.js";
-import { DeadlineBoard } from "../../bridge/engine/watchdog.js";
+import type { Engine, Pending } from "../../bridge/core/engine/engine.js";
+import type { EngineOp, ReplyOf, RequestFields } from "../../bridge/core/engine/messages.js";
+import type { EpisodeRecord } from "../../bridge/core/engine/records.js";
+import { Restarter, type RestarterOptions } from "../../bridge/core/engine/restarter.js";
+import { DeadlineBoard } from "../../bridge/core/engine/watchdog.js";
 
 class ScriptedEngine implements Engine {
   readonly ready = Promise.resolve();

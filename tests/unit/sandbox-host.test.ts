@@ -2,10 +2,10 @@
 // sleeping, waking and closing episodes; two hosts share nothing; disposing one leaves nothing held
 // and it then refuses new work; an in-thread runtime's engine disposes its host when it closes.
 import { afterEach, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { Episode } from "../../bridge/episode/episode.js";
-import { liveInstances, newBlankInstance } from "../../bridge/sandbox/quickjs-machine.js";
-import { SandboxHost, SandboxHostDisposed } from "../../bridge/sandbox/sandbox-host.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { Episode } from "../../bridge/core/episode/episode.js";
+import { liveInstances, newBlankInstance } from "../../bridge/core/sandbox/quickjs-machine.js";
+import { SandboxHost, SandboxHostDisposed } from "../../bridge/core/sandbox/sandbox-host.js";
 import { FIXTURES, fileSandboxHost, notesBundle } from "../helpers.js";
 
 const bundle = notesBundle();

@@ -3,10 +3,10 @@
 // later one, and a fork given the same actions gives the same observations, rewards and hashes.
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { Episode, type StepResult } from "../../bridge/episode/episode.js";
-import { runJsCheck } from "../../bridge/episode/checker.js";
-import { StateBase } from "../../bridge/state/state-base.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { Episode, type StepResult } from "../../bridge/core/episode/episode.js";
+import { runJsCheck } from "../../bridge/core/episode/checker.js";
+import { StateBase } from "../../bridge/core/state/state-base.js";
 import { EnvManifest } from "../../envs/format/bundle-schema.js";
 import { EnvBundle } from "../../envs/format/load-bundle.js";
 import { EnvRegistry } from "../../envs/format/registry.js";
@@ -86,7 +86,7 @@ describe("images and recycled instances", () => {
 
   test("a check's sandbox sees nothing of an earlier check's pollution", async () => {
     const base = StateBase.fromState({ k: 1 });
-    const { StateView } = await import("../../bridge/state/state-base.js");
+    const { StateView } = await import("../../bridge/core/state/state-base.js");
     const inputs = { initial: new StateView(base), final: new StateView(base), actions: [], messages: [] };
     const seed: [number, number, number, number] = [1, 2, 3, 4];
     const polluter = "() => { globalThis.leak = 1; Array.prototype.includes = () => true; return true; }";
@@ -227,7 +227,7 @@ describe("runtime: snapshot, fork and restore ops", () => {
 
 describe("dormant sandboxes", () => {
   test("a burst of resets builds the env image once and holds no more instances than the live limit", async () => {
-    const { envImagesBuilt } = await import("../../bridge/episode/env-session.js");
+    const { envImagesBuilt } = await import("../../bridge/core/episode/env-session.js");
     sandboxes.setMaxLive(4);
     try {
       const bundle = polluterBundle("burst-hash"); // an env this thread has no image of yet
@@ -249,7 +249,7 @@ describe("dormant sandboxes", () => {
   });
 
   test("warmEnv readies instances ahead: a burst of that many resets instantiates none on the way", async () => {
-    const { warmEnv } = await import("../../bridge/episode/env-session.js");
+    const { warmEnv } = await import("../../bridge/core/episode/env-session.js");
     // a memory cap of its own, so its pool holds only what this test made
     const base = polluterBundle("warm-hash");
     const burst = (bundle: EnvBundle, tag: string) => {

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "vitest";
-import { EnvSession, type CallOutcome } from "../../bridge/episode/env-session.js";
-import { StateBase } from "../../bridge/state/state-base.js";
-import { sameStateUpToNewIds } from "../../bridge/state/same-state-up-to-new-ids.js";
-import { bundleStateBase } from "../../bridge/state/bundle-state.js";
-import { sameState, StateTracker } from "../../bridge/state/state-tracker.js";
+import { EnvSession, type CallOutcome } from "../../bridge/core/episode/env-session.js";
+import { StateBase } from "../../bridge/core/state/state-base.js";
+import { sameStateUpToNewIds } from "../../bridge/core/state/same-state-up-to-new-ids.js";
+import { bundleStateBase } from "../../bridge/core/state/bundle-state.js";
+import { sameState, StateTracker } from "../../bridge/core/state/state-tracker.js";
 import { EnvBundle } from "../../envs/format/load-bundle.js";
 import { EnvManifest } from "../../envs/format/bundle-schema.js";
 import { fileSandboxHost } from "../helpers.js";

@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
-import type { AgentPlayer } from "../../bridge/ui/agent-player.js";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import type { AgentPlayer } from "../../bridge/fronts/ui/agent-player.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
 

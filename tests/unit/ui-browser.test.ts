@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
