@@ -8,7 +8,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     env: { TZ: "UTC" },
-    // every connect and bind of a test process stays on loopback (tests/loopback-guard.ts)
-    setupFiles: ["tests/loopback-guard.ts"],
+    // every connect and bind of a test process stays on loopback (tests/loopback-guard.ts); every
+    // test file ends holding no QuickJS instance and no undisposed SandboxHost (tests/sandbox-leak-check.ts)
+    setupFiles: ["tests/loopback-guard.ts", "tests/sandbox-leak-check.ts"],
   },
 });

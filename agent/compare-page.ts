@@ -1,4 +1,4 @@
-import { CHART_CSS, reportCharts } from "./report-charts.js";
+import { CHART_CSS, reportCharts } from "../bridge/tools/record/report-charts.js";
 import { chartRunOf, runTitle } from "./report-page.js";
 import type { RolloutResults } from "./summarize.js";
 

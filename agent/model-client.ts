@@ -1,8 +1,11 @@
-import OpenAI from "openai";
-import type { ChatMessage } from "../bridge/record/sft-export.js";
-import { CallCache } from "../synth/llm/call-cache.js";
+import type OpenAI from "openai";
+import { CallCache } from "../llm/call-cache.js";
+import type { ChatMessage, Usage } from "../llm/chat.js";
+import { ChatEndpoint } from "../llm/chat-endpoint.js";
+import { EndpointError } from "../llm/endpoint-error.js";
+import { llmEnv } from "../llm/llm-env.js";
 
-/** A chat message as the agent keeps it: the same OpenAI shape the SFT export writes (one definition). */
+/** A chat message as the agent keeps it: the chat vocabulary's message (llm/chat.ts), which the SFT export writes too. */
 export type AgentMessage = ChatMessage;
 
 /** Sampling options passed through to the endpoint unchanged (unset ones are not sent). */
@@ -16,6 +19,7 @@ export interface Sampling {
 
 export interface ModelClientOptions {
   baseURL: string;
+  /** Unset: ENVSCALER_AGENT_API_KEY, then OPENAI_API_KEY (llm/llm-env.ts). */
   apiKey?: string;
   model: string;
   sampling?: Sampling;
@@ -29,11 +33,6 @@ export interface ModelClientOptions {
   cacheDir?: string;
 }
 
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-}
-
 export interface ModelReply {
   message: AgentMessage;
   usage: Usage;
@@ -43,20 +42,6 @@ export interface ModelReply {
   attempts: number;
   cached: boolean;
 }
-
-/** The endpoint failed for good (after every retry), or answered with a non-retryable error. */
-export class EndpointError extends Error {
-  override readonly name = "EndpointError";
-  constructor(
-    message: string,
-    readonly status: number | null,
-    readonly attempts: number,
-  ) {
-    super(message);
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * An earlier turn as it is sent back. A call whose `arguments` are not JSON (a small model's reply
@@ -79,32 +64,29 @@ function isJson(text: string): boolean {
   }
 }
 
-function retryable(e: unknown): boolean {
-  if (e instanceof OpenAI.APIConnectionError) return true; // includes timeouts
-  if (e instanceof OpenAI.APIError) return e.status === undefined || e.status === 408 || e.status === 409 || e.status === 429 || e.status >= 500;
-  return false;
-}
-
 /**
- * The agent's model: one OpenAI-compatible chat endpoint. The retry loop is ours rather than the
- * SDK's so that attempts are counted per call (the report's endpoint errors) and backoff is
- * configurable; a finished call is cached by everything that determines it, plus a caller-given
- * salt (the episode and trial), so that trials of one scenario are not answered from each other.
+ * The agent's model: one OpenAI-compatible chat endpoint (llm/chat-endpoint.ts: the timeout,
+ * retries and backoff every caller shares; attempts are counted per call for the report's endpoint
+ * errors). A finished call is cached by everything that determines it, plus a caller-given salt
+ * (the episode and trial), so that trials of one scenario are not answered from each other.
  */
 export class ModelClient {
-  private readonly client: OpenAI;
+  private readonly endpoint: ChatEndpoint;
   private readonly cache: CallCache | null;
+  /** Requests sent (every attempt counts). */
   calls = 0;
   cacheHits = 0;
 
   constructor(readonly options: ModelClientOptions) {
-    this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? "none", maxRetries: 0, timeout: options.timeoutMs ?? 120_000 });
+    this.endpoint = new ChatEndpoint({
+      baseURL: options.baseURL,
+      apiKey: options.apiKey ?? llmEnv("AGENT", "API_KEY") ?? "none",
+      timeoutMs: options.timeoutMs ?? 120_000,
+      maxRetries: options.maxRetries ?? 4,
+      backoffMs: options.backoffMs ?? 1000,
+      backoffCapMs: 30_000,
+    });
     this.cache = options.cacheDir ? new CallCache(options.cacheDir) : null;
-  }
-
-  /** Which endpoint and model an error is about: a run may talk to an agent and a user endpoint. */
-  private where(): string {
-    return `${this.options.baseURL} (model ${this.options.model})`;
   }
 
   /** `signal`: aborting it cancels the call in flight (an EndpointError, not retried). */
@@ -124,32 +106,24 @@ export class ModelClient {
       this.cacheHits++;
       return { message: JSON.parse(hit.content) as AgentMessage, usage: hit.usage, latency_ms: 0, attempts: 0, cached: true };
     }
-    const max = this.options.maxRetries ?? 4;
-    const base = this.options.backoffMs ?? 1000;
-    for (let attempt = 1; ; attempt++) {
-      const t0 = performance.now();
-      try {
-        this.calls++;
-        const r = await this.client.chat.completions.create(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, signal ? { signal } : undefined);
-        const latency_ms = performance.now() - t0;
-        // reasoning_content / reasoning: the fields reasoning servers (vLLM, llama.cpp) add to a message
-        const m: (OpenAI.ChatCompletionMessage & { reasoning_content?: string; reasoning?: string }) | undefined = r.choices[0]?.message;
-        if (!m) throw new EndpointError(`${this.where()}: the endpoint replied without a choice`, null, attempt);
-        const message: AgentMessage = { role: "assistant", content: m.content ?? null };
-        const calls = (m.tool_calls ?? []).filter((c) => c.type === "function");
-        if (calls.length) message.tool_calls = calls.map((c, i) => ({ id: c.id || `call_${i}`, type: "function", function: { name: c.function.name, arguments: c.function.arguments } }));
-        const reasoning = m.reasoning_content ?? m.reasoning;
-        if (reasoning) message.reasoning_content = reasoning;
-        const usage = { prompt_tokens: r.usage?.prompt_tokens ?? 0, completion_tokens: r.usage?.completion_tokens ?? 0 };
-        this.cache?.put(key, { content: JSON.stringify(message), usage });
-        return { message, usage, latency_ms, attempts: attempt, cached: false };
-      } catch (e) {
-        if (e instanceof EndpointError) throw e;
-        if (signal?.aborted) throw new EndpointError("the call was cancelled", null, attempt);
-        const status = e instanceof OpenAI.APIError && typeof e.status === "number" ? e.status : null;
-        if (!retryable(e) || attempt > max) throw new EndpointError(`${this.where()}: ${(e as Error).message} (after ${attempt} attempt${attempt > 1 ? "s" : ""})`, status, attempt);
-        await sleep(Math.min(30_000, base * 2 ** (attempt - 1)) * (0.75 + Math.random() * 0.5));
-      }
+    let done;
+    try {
+      done = await this.endpoint.complete(body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming, { signal });
+    } catch (e) {
+      if (e instanceof EndpointError) this.calls += e.attempts;
+      throw e;
     }
+    const { response: r, usage, attempts, latency_ms } = done;
+    this.calls += attempts;
+    // reasoning_content / reasoning: the fields reasoning servers (vLLM, llama.cpp) add to a message
+    const m: (OpenAI.ChatCompletionMessage & { reasoning_content?: string; reasoning?: string }) | undefined = r.choices[0]?.message;
+    if (!m) throw new EndpointError(`${this.endpoint.where(this.options.model)}: the endpoint replied without a choice`, null, attempts);
+    const message: AgentMessage = { role: "assistant", content: m.content ?? null };
+    const calls = (m.tool_calls ?? []).filter((c) => c.type === "function");
+    if (calls.length) message.tool_calls = calls.map((c, i) => ({ id: c.id || `call_${i}`, type: "function", function: { name: c.function.name, arguments: c.function.arguments } }));
+    const reasoning = m.reasoning_content ?? m.reasoning;
+    if (reasoning) message.reasoning_content = reasoning;
+    this.cache?.put(key, { content: JSON.stringify(message), usage });
+    return { message, usage, latency_ms, attempts, cached: false };
   }
 }

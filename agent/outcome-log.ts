@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { crc32 } from "node:zlib";
-import { TrajectoryWriter } from "../bridge/record/trajectory-writer.js";
+import { TrajectoryWriter } from "../bridge/tools/record/trajectory-writer.js";
 import type { EpisodeOutcome } from "./run-episode.js";
 
 /**

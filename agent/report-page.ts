@@ -1,4 +1,4 @@
-import { CHART_CSS, reportCharts, type ChartRun } from "./report-charts.js";
+import { CHART_CSS, reportCharts, type ChartRun } from "../bridge/tools/record/report-charts.js";
 import type { RolloutResults } from "./summarize.js";
 
 const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

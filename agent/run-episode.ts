@@ -1,5 +1,7 @@
 import type { BridgeClient } from "./bridge-client.js";
-import { EndpointError, type AgentMessage, type ModelClient, type Usage } from "./model-client.js";
+import type { Usage } from "../llm/chat.js";
+import { EndpointError } from "../llm/endpoint-error.js";
+import type { AgentMessage, ModelClient } from "./model-client.js";
 import { systemPrompt, type AgentMode, type ScenarioMode } from "./system-prompt.js";
 
 /** What the loop needs of the bridge: its request call (a BridgeClient, or the playground's in-process episodes). */

@@ -1,4 +1,4 @@
-import { passHatK } from "./pass-hat-k.js";
+import { passHatK } from "../bridge/tools/record/pass-hat-k.js";
 import { FAILURE_KINDS, type EpisodeOutcome, type FailureKind } from "./run-episode.js";
 
 /** What a run was: enough to compare its numbers with another run's (or a paper's table). */

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { qwenToolsSection } from "../bridge/record/sft-export.js";
+import { qwenToolsSection } from "../bridge/tools/record/sft-export.js";
 
 export type ScenarioMode = "task" | "conversation";
 export type AgentMode = "fc" | "prompt";

@@ -13,7 +13,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { EnvRuntime } from "../bridge/engine/env-runtime.js";
+import { EnvRuntime } from "../bridge/core/engine/env-runtime.js";
 import { importAcebench } from "../envs/acebench/import-acebench.js";
 import { findBfclPackage, importBfcl } from "../envs/bfcl/import-bfcl.js";
 import { spread, versus, type Row } from "./rows.js";

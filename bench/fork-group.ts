@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Logger } from "pino";
-import { Supervisor } from "../bridge/server/supervisor.js";
+import { Supervisor } from "../bridge/fronts/zmq/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
 import { median, spread, type Row, versus } from "./rows.js";
 

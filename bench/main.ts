@@ -11,8 +11,8 @@ import { Worker } from "node:worker_threads";
 import { Router } from "zeromq";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { portRows } from "./benchmark-ports.js";
-import { EnvRuntime } from "../bridge/engine/env-runtime.js";
-import { Supervisor } from "../bridge/server/supervisor.js";
+import { EnvRuntime } from "../bridge/core/engine/env-runtime.js";
+import { Supervisor } from "../bridge/fronts/zmq/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
 import { importTaubench } from "../envs/taubench/import-taubench.js";
 import { decodeFrame, encodeFrame } from "../protocol/codec.js";
@@ -161,7 +161,7 @@ async function threadHop(): Promise<void> {
 }
 
 /**
- * What the sandbox's fuel checks (bridge/sandbox/wasm-fuel.ts) cost: the peer rows' four read tools
+ * What the sandbox's fuel checks (bridge/core/sandbox/wasm-fuel.ts) cost: the peer rows' four read tools
  * stepped in process, in child processes with and without them, interleaved, 3 repetitions.
  */
 async function fuelCost(): Promise<void> {

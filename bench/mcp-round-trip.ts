@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { pino } from "pino";
-import { Supervisor } from "../bridge/server/supervisor.js";
+import { Supervisor } from "../bridge/fronts/zmq/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
 import { BridgeClient } from "../agent/bridge-client.js";
 

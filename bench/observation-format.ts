@@ -14,9 +14,10 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { EnvSession } from "../bridge/episode/env-session.js";
-import { bundleStateBase } from "../bridge/state/bundle-state.js";
-import { loadBundle, type EnvBundle } from "../envs/load-bundle.js";
+import { EnvSession } from "../bridge/core/episode/env-session.js";
+import { SandboxHost } from "../bridge/core/sandbox/sandbox-host.js";
+import { bundleStateBase } from "../bridge/core/state/bundle-state.js";
+import { loadBundle, type EnvBundle } from "../envs/format/load-bundle.js";
 import { importTaubench } from "../envs/taubench/import-taubench.js";
 
 const TAU = process.argv[2] || join(import.meta.dirname, "..", "..", "shared", "benchmarks", "taubench");
@@ -51,6 +52,9 @@ interface Sample {
   cpu: number;
 }
 
+/** The sessions' wasm instances (this script is their one engine). */
+const sandboxes = new SandboxHost();
+
 async function run(b: EnvBundle, action: (typeof ACTIONS)[number]): Promise<{ step: Sample; open: Sample }> {
   const base = bundleStateBase(b, "airline-test-0");
   const steps: Sample[] = [];
@@ -58,7 +62,7 @@ async function run(b: EnvBundle, action: (typeof ACTIONS)[number]): Promise<{ st
   for (let i = 0; i < 9; i++) {
     let w = performance.now();
     let c = cpuMs();
-    const s = await EnvSession.open(b, base, { seed: i });
+    const s = await EnvSession.open(b, base, { seed: i, sandboxes });
     if (i > 0) opens.push({ wall: performance.now() - w, cpu: cpuMs() - c });
     try {
       for (let j = 0; j < 5; j++) {
@@ -90,3 +94,4 @@ for (const action of ACTIONS) {
     }
   }
 }
+sandboxes.dispose();

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import type { Logger } from "pino";
-import { Supervisor } from "../bridge/server/supervisor.js";
+import { Supervisor } from "../bridge/fronts/zmq/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
 import { BridgeClient } from "../agent/bridge-client.js";
 import { fmt, median, type Row, spread, versus } from "./rows.js";

@@ -7,9 +7,9 @@ import type { Logger } from "pino";
 import { runRollout } from "../agent/rollout.js";
 import { BridgeClient } from "../agent/bridge-client.js";
 import type { EpisodeOutcome } from "../agent/run-episode.js";
-import { Supervisor } from "../bridge/server/supervisor.js";
+import { Supervisor } from "../bridge/fronts/zmq/supervisor.js";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import { EnvRegistry } from "../envs/registry.js";
+import { EnvRegistry } from "../envs/format/registry.js";
 import { fmt, type Row } from "./rows.js";
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { BUNDLED_ENVS } from "../envs/bundled.js";
-import { findBundleDirs } from "../envs/load-bundle.js";
+import { findBundleDirs } from "../envs/format/load-bundle.js";
 
 /** The bundled envs: folder name (`library`) and env id (`library-v1`) of each bundle folder. */
 export function bundledEnvs(root = BUNDLED_ENVS): { name: string; id: string; dir: string }[] {

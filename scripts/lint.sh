@@ -9,6 +9,8 @@ echo "lint: tsc (tests, bench, scripts)"
 npx tsc -p tsconfig.check.json
 echo "lint: eslint"
 npx eslint --max-warnings 0 .
+echo "lint: layers (docs/architecture.md's table: imports point down)"
+node scripts/check-layers.mjs
 if [ -f python-client/pyproject.toml ]; then
   [ -x .venv/bin/python ] || python3 -m venv .venv
   .venv/bin/python -c "import ruff, mypy" 2>/dev/null || .venv/bin/pip install -q -e "python-client[test]"

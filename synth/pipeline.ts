@@ -1,7 +1,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { checkBundleIsolated } from "../bridge/check/check-isolated.js";
-import { isBundleDir } from "../envs/load-bundle.js";
+import { checkBundleIsolated } from "../bridge/tools/check/check-isolated.js";
+import { isBundleDir } from "../envs/format/load-bundle.js";
 import type { LlmClient, StageUsage } from "./llm/llm-client.js";
 import { buildEnvs, type BuiltEnv } from "./stages/build-env.js";
 import { mine, readTaskTexts, type MineResult, type Rejection, type TaskFormat } from "./stages/mine.js";

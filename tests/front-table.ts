@@ -9,9 +9,9 @@ import { BridgeClient, BridgeError } from "../agent/bridge-client.js";
 import { encodeFrame, decodeFrame } from "../protocol/codec.js";
 import { PROTOCOL_VERSION } from "../protocol/messages.js";
 import { expandStep } from "../protocol/step-wire.js";
-import type { EnvRuntime } from "../bridge/engine/env-runtime.js";
-import { serveStdio } from "../bridge/mcp/mcp-stdio.js";
-import { ScenarioPicker } from "../bridge/mcp/scenario-picker.js";
+import type { EnvRuntime } from "../bridge/core/engine/env-runtime.js";
+import { serveStdio } from "../bridge/fronts/mcp/mcp-stdio.js";
+import { ScenarioPicker } from "../bridge/fronts/mcp/scenario-picker.js";
 
 /** An action of the table: a tool call whose arguments are JSON text (sent as an object), arguments sent as a JSON string, or the model's raw text. */
 export type TableAction = { kind: "object"; name: string; argsJson: string; /** The arguments as msgpack, when msgpackr cannot encode them (too deep). */ argsMsgpack?: Buffer } | { kind: "string_args"; name: string; argsText: string } | { kind: "text"; text: string };

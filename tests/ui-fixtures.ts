@@ -1,8 +1,8 @@
 // Fixtures for the UI's tests: recorded trajectories and a synth run folder, made at test time.
 import { cpSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { EnvRuntime } from "../bridge/engine/env-runtime.js";
-import { TrajectoryWriter } from "../bridge/record/trajectory-writer.js";
+import { EnvRuntime } from "../bridge/core/engine/env-runtime.js";
+import { TrajectoryWriter } from "../bridge/tools/record/trajectory-writer.js";
 import { FIXTURES } from "./helpers.js";
 
 export const HOSTILE = join(FIXTURES, "..", "hostile");

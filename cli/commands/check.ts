@@ -1,7 +1,7 @@
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import type { CheckReport } from "../../bridge/check/check-bundle.js";
-import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
-import { findBundleDirs } from "../../envs/load-bundle.js";
+import type { CheckReport } from "../../bridge/tools/check/check-bundle.js";
+import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
+import { findBundleDirs } from "../../envs/format/load-bundle.js";
 
 interface CheckArgs {
   paths: string[];

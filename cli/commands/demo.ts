@@ -1,8 +1,8 @@
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { createLogger } from "../../bridge/server/logger.js";
-import { Supervisor } from "../../bridge/server/supervisor.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
+import { Supervisor } from "../../bridge/fronts/zmq/supervisor.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { BridgeClient } from "../../agent/bridge-client.js";
 import { closeMatches } from "./close-matches.js";
 

@@ -1,6 +1,6 @@
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 
 interface ListArgs {
   what: "all" | "envs" | "scenarios";

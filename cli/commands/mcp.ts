@@ -1,15 +1,15 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
-import { serveStdio } from "../../bridge/mcp/mcp-stdio.js";
-import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
-import { TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
-import { createLogger } from "../../bridge/server/logger.js";
-import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { McpHttpServer } from "../../bridge/fronts/mcp/mcp-http-server.js";
+import { serveStdio } from "../../bridge/fronts/mcp/mcp-stdio.js";
+import { ScenarioPicker } from "../../bridge/fronts/mcp/scenario-picker.js";
+import { TrajectoryWriter } from "../../bridge/tools/record/trajectory-writer.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
+import { envsOptions, hostOptions, recordOptions, sessionOptions, snapshotOptions, userConfigFromArgs, userOptions, watchdogOptions, workersOptions, type UserArgs } from "../option-groups.js";
 
-interface McpArgs {
+interface McpArgs extends UserArgs {
   envs: string[];
   scenario?: string;
   scenarios?: string;
@@ -35,51 +35,34 @@ interface McpArgs {
   recordDir: string;
   connectionFile?: string;
   resultFile?: string;
-  userModel?: string;
-  userBaseUrl?: string;
 }
 
 export const mcpCommand: CommandModule<object, McpArgs> = {
   command: "mcp",
   describe: "Serve env episodes as MCP servers: one sandboxed episode per MCP session (docs/mcp.md)",
   builder: (y: Argv) =>
-    y
-      .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folder(s), or folders of bundles" })
+    userOptions(recordOptions(watchdogOptions(snapshotOptions(sessionOptions(workersOptions(hostOptions(envsOptions(y))))))))
       .option("scenario", { type: "string", describe: "every session plays this scenario" })
       .option("scenarios", { type: "string", describe: "sessions may play the scenarios whose ids match this glob (e.g. 'library-*')" })
       .conflicts("scenario", "scenarios")
       .option("seed", { type: "number", describe: "seed of sessions that name none (default: random per session)" })
-      .option("host", { type: "string", default: "127.0.0.1", describe: "address to bind; any non-loopback one requires --token" })
       .option("port", { type: "number", default: 8765, describe: "port (0: a free one, printed)" })
       .option("stdio", { type: "boolean", default: false, describe: "serve one episode over stdin/stdout instead of HTTP" })
       .option("token", { type: "string", describe: "bearer token of the MCP endpoint (or ENVSCALER_MCP_TOKEN); required off loopback" })
       .option("control-token", { type: "string", describe: "bearer token of the /control routes (or ENVSCALER_MCP_CONTROL_TOKEN; generated and printed if unset)" })
       .option("allow-origin", { type: "string", array: true, default: [], describe: "browser Origin allowed besides loopback ones (repeatable)" })
       .option("allow-host", { type: "string", array: true, default: [], describe: "Host header name accepted besides loopback names and the bound address (repeatable)" })
-      .option("workers", { type: "number", default: 1, describe: "engine worker threads" })
-      .option("max-sessions", { type: "number", default: 1024, describe: "open MCP sessions; more get too_many_sessions" })
-      .option("idle-timeout", { type: "number", default: 600, describe: "close sessions without a request for this many seconds" })
-      .option("max-in-flight", { type: "number", default: 4096, describe: "tool calls running at once; more get an overloaded tool error" })
       .option("max-queued-per-session", { type: "number", default: 16, describe: "tool calls waiting on one session; more get an overloaded tool error" })
       .option("max-body-bytes", { type: "number", default: 4 << 20, describe: "largest request body" })
-      .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops its engine worker" })
-      .option("max-restarts-per-minute", { type: "number", default: 10, describe: "engine worker restarts allowed per minute" })
-      .option("max-snapshots", { type: "number", default: 32, describe: "snapshots one session's episode may hold at once; more get `too_large`" })
-      .option("max-snapshot-mb", { type: "number", default: 1024, describe: "memory all snapshots of this server may hold; more get `too_large`" })
-      .option("record", { type: "boolean", default: true, describe: "record every episode (--no-record: off)" })
-      .option("record-dir", { type: "string", default: "trajectories", describe: "where the trajectory file is written" })
       .option("connection-file", { type: "string", describe: "write the URLs and the control token here (mode 0600) once serving" })
-      .option("result-file", { type: "string", describe: "--stdio: write the episode's score here when the client disconnects" })
-      .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (endpoint from USER_OPENAI_BASE_URL / OPENAI_BASE_URL)" })
-      .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL" }) as unknown as Argv<McpArgs>,
+      .option("result-file", { type: "string", describe: "--stdio: write the episode's score here when the client disconnects" }) as unknown as Argv<McpArgs>,
   handler: async (args: ArgumentsCamelCase<McpArgs>) => {
     const log = createLogger("envscaler-mcp");
-    const wantsUser = args.userModel || args.userBaseUrl || process.env.USER_OPENAI_BASE_URL || process.env.OPENAI_BASE_URL;
     const recorder = args.record ? new TrajectoryWriter(join(args.recordDir, `mcp-${new Date().toISOString().replace(/[:.]/g, "")}-${process.pid}.jsonl`)) : null;
     const runtime = await EnvRuntime.start({
       envs: args.envs,
       workers: args.workers,
-      user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
+      user: userConfigFromArgs(args),
       recorder,
       hardStopGraceMs: args.hardStopGraceMs,
       maxRestartsPerMinute: args.maxRestartsPerMinute,

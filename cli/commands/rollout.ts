@@ -7,12 +7,13 @@ import { OutcomeLog } from "../../agent/outcome-log.js";
 import { runRollout, type RolloutRun } from "../../agent/rollout.js";
 import { ABORTING_KINDS } from "../../agent/run-episode.js";
 import type { RunSettings } from "../../agent/summarize.js";
-import { resolveUserConfig } from "../../bridge/episode/user-simulator.js";
-import { createLogger } from "../../bridge/server/logger.js";
-import { Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
-import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { resolveUserConfig } from "../../bridge/core/episode/user-simulator.js";
+import { llmEnv, llmEnvNumber } from "../../llm/llm-env.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
+import { Supervisor, type ConnectionInfo } from "../../bridge/fronts/zmq/supervisor.js";
+import { envsOptions, userConfigFromArgs, userOptions, workersOptions, type UserArgs } from "../option-groups.js";
 
-export interface RolloutArgs {
+export interface RolloutArgs extends UserArgs {
   scenarios: string[];
   envs: string[];
   connectionFile?: string;
@@ -31,49 +32,44 @@ export interface RolloutArgs {
   topP?: number;
   maxTokens?: number;
   extraBody?: string;
-  timeout: number;
-  retries: number;
+  timeout?: number;
+  retries?: number;
   backoff: number;
   systemPrompt?: string;
-  userModel?: string;
-  userBaseUrl?: string;
-  userApiKey?: string;
   progress?: boolean;
 }
 
 /** The options `rollout` and `eval` share. */
 export function rolloutOptions<T>(y: Argv<T>): Argv<T> {
-  return y
+  return userOptions(workersOptions(y))
     .option("out", { type: "string", demandOption: true, describe: "run folder: episodes.jsonl, results.json, report.html, trajectories/, the call cache (run again to resume)" })
     .option("connection-file", { type: "string", describe: "join a running bridge (`envscaler serve --connection-file`) instead of starting one" })
     .option("replicas", { type: "number", default: 1, describe: "replicas of the bridge this command starts" })
-    .option("workers", { type: "number", default: 0, describe: "engine worker threads per replica of the bridge this command starts (0: on its serving thread)" })
     .option("trials", { type: "number", default: 1, describe: "episodes per scenario (trial t uses seed + t)" })
     .option("seed", { type: "number", default: 0, describe: "seed of trial 0" })
     .option("concurrency", { type: "number", default: 4, describe: "episodes in flight" })
     .option("max-steps", { type: "number", describe: "agent steps per episode (default: the scenario's max_steps)" })
     .option("agent-mode", { choices: ["fc", "prompt"] as const, default: "fc", describe: "fc: the tools API; prompt: tools in the system prompt, <tool_call> text" })
     .option("model", { type: "string", demandOption: true, describe: "the agent's model" })
-    .option("base-url", { type: "string", describe: "the agent's OpenAI-compatible endpoint (default: OPENAI_BASE_URL)" })
-    .option("api-key", { type: "string", describe: "default: OPENAI_API_KEY" })
+    .option("base-url", { type: "string", describe: "the agent's OpenAI-compatible endpoint (else ENVSCALER_AGENT_BASE_URL, else OPENAI_BASE_URL)" })
+    .option("api-key", { type: "string", describe: "else ENVSCALER_AGENT_API_KEY, else OPENAI_API_KEY" })
     .option("temperature", { type: "number" })
     .option("top-p", { type: "number" })
     .option("max-tokens", { type: "number" })
     .option("extra-body", { type: "string", describe: 'JSON merged into each request, e.g. \'{"chat_template_kwargs":{"enable_thinking":false}}\'' })
-    .option("timeout", { type: "number", default: 120, describe: "seconds per model call attempt" })
-    .option("retries", { type: "number", default: 4, describe: "retries of a model call on transport errors, timeouts, 429 and 5xx" })
+    .option("timeout", { type: "number", describe: "seconds per model call attempt (else ENVSCALER_AGENT_TIMEOUT, else ENVSCALER_LLM_TIMEOUT, else 120)" })
+    .option("retries", { type: "number", describe: "retries of a model call on transport errors, timeouts, 429 and 5xx (else ENVSCALER_AGENT_MAX_RETRIES, else ENVSCALER_LLM_MAX_RETRIES, else 4)" })
     .option("backoff", { type: "number", default: 1000, describe: "first retry delay in ms (doubles per retry)" })
     .option("system-prompt", { type: "string", describe: 'file replacing the agent\'s instructions: text, or JSON {"task": …, "conversation": …}' })
-    .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (a bridge this command starts)" })
-    .option("user-base-url", { type: "string", describe: "simulated user's endpoint (default: USER_OPENAI_BASE_URL, then OPENAI_BASE_URL)" })
-    .option("user-api-key", { type: "string", describe: "default: USER_OPENAI_API_KEY, then OPENAI_API_KEY" })
     .option("progress", { type: "boolean", describe: "progress bar (default: when stderr is a terminal)" });
 }
 
 /** Starts (or joins) a bridge, runs the rollout, stops what it started, prints a summary. */
 export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSettings["benchmark"] } = { benchmark: null }): Promise<RolloutRun> {
-  const baseURL = args.baseUrl ?? process.env.OPENAI_BASE_URL;
-  if (!baseURL) throw new Error("no agent endpoint: pass --base-url or set OPENAI_BASE_URL");
+  const baseURL = args.baseUrl ?? llmEnv("AGENT", "BASE_URL");
+  if (!baseURL) throw new Error("no agent endpoint: pass --base-url or set ENVSCALER_AGENT_BASE_URL or OPENAI_BASE_URL");
+  const timeoutS = args.timeout ?? llmEnvNumber("AGENT", "TIMEOUT") ?? 120;
+  const maxRetries = args.retries ?? llmEnvNumber("AGENT", "MAX_RETRIES") ?? 4;
   let extraBody: Record<string, unknown> | undefined;
   if (args.extraBody) {
     try {
@@ -84,7 +80,7 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
   }
   const wantsUser = Boolean(args.userModel || args.userBaseUrl);
   // the user's calls are cached in the run folder like the agent's, so a resumed run asks it nothing it already answered
-  const user = wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl, apiKey: args.userApiKey, cacheDir: join(resolve(args.out), "user-cache") } : null;
+  const user = wantsUser ? { ...userConfigFromArgs(args, {}), cacheDir: args.userCache ?? join(resolve(args.out), "user-cache") } : null;
   let supervisor: Supervisor | null = null;
   let endpoints: string[];
   let curve;
@@ -124,13 +120,13 @@ export async function rolloutWith(args: RolloutArgs, extra: { benchmark: RunSett
         apiKey: args.apiKey,
         model: args.model,
         sampling: { temperature: args.temperature, top_p: args.topP, max_tokens: args.maxTokens, extra_body: extraBody },
-        timeoutMs: args.timeout * 1000,
-        maxRetries: args.retries,
+        timeoutMs: timeoutS * 1000,
+        maxRetries,
         backoffMs: args.backoff,
       },
       out: args.out,
       trajectoriesDir,
-      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: args.userBaseUrl ?? process.env.USER_OPENAI_BASE_URL ?? process.env.OPENAI_BASE_URL ?? null, temperature: resolveUserConfig(user!).temperature } : null },
+      settings: { benchmark: extra.benchmark, system_prompt: args.systemPrompt ?? "default", user: wantsUser ? { model: args.userModel ?? null, base_url: resolveUserConfig(user!).baseURL ?? null, temperature: resolveUserConfig(user!).temperature } : null },
       progress,
       // no bar (stderr not a terminal, e.g. under nohup): a line per episode, so a slow model's run can be watched
       onEpisode: progress ? undefined : (o) => process.stderr.write(`episode ${o.key} done: reward ${o.reward.toFixed(3)}, ${o.steps} steps, ${o.end_reason ?? "no end"}${o.failures.length ? `, failures: ${[...new Set(o.failures.map((f) => f.kind))].join(" ")}` : ""}, ${(o.wall_ms / 1000).toFixed(0)} s\n`),
@@ -160,9 +156,8 @@ export const rolloutCommand: CommandModule<object, RolloutArgs> = {
   command: "rollout",
   describe: "Play an agent model (any OpenAI-compatible endpoint) on scenarios over the bridge; record, score and report",
   builder: (y: Argv) =>
-    rolloutOptions(y)
-      .option("scenarios", { type: "string", array: true, default: [] as string[], describe: "scenario ids, globs (library-*) or env ids (default: all)" })
-      .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folders of the bridge this command starts" }) as unknown as Argv<RolloutArgs>,
+    envsOptions(rolloutOptions(y))
+      .option("scenarios", { type: "string", array: true, default: [] as string[], describe: "scenario ids, globs (library-*) or env ids (default: all)" }) as unknown as Argv<RolloutArgs>,
   handler: async (args: ArgumentsCamelCase<RolloutArgs>) => {
     await rolloutWith(args);
   },

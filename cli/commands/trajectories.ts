@@ -1,11 +1,11 @@
 import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { episodePage } from "../../bridge/record/episode-page.js";
-import { replayAll } from "../../bridge/record/replay.js";
-import { exportSft, exportSummary, isConversation, originalFilter, type SftFilter, type SftFormat } from "../../bridge/record/sft-export.js";
+import { episodePage } from "../../bridge/tools/record/episode-page.js";
+import { replayAll } from "../../bridge/tools/record/replay.js";
+import { exportSft, exportSummary, isConversation, originalFilter, type SftFilter, type SftFormat } from "../../bridge/tools/record/sft-export.js";
 import { systemPrompt } from "../../agent/system-prompt.js";
-import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError, type RecordedEpisode, type TrajectoryFile } from "../../bridge/record/trajectory-reader.js";
+import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError, type RecordedEpisode, type TrajectoryFile } from "../../bridge/tools/record/trajectory-reader.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { closeMatches } from "./close-matches.js";
 

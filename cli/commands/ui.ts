@@ -1,16 +1,15 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { UiServer } from "../../bridge/ui/ui-server.js";
-import { BUNDLED_ENVS } from "../../envs/bundled.js";
+import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
+import { envsOptions, hostOptions, snapshotOptions, userConfigFromArgs, userOptions, type UserArgs } from "../option-groups.js";
 
-interface UiArgs {
+interface UiArgs extends UserArgs {
   envs: string[];
   trajectories: string;
   port: number;
   host: string;
-  userModel?: string;
-  userBaseUrl?: string;
   idleTimeout: number;
   maxEpisodes: number;
   hardStopGraceMs: number;
@@ -27,34 +26,28 @@ export const uiCommand: CommandModule<object, UiArgs> = {
   command: "ui",
   describe: "Serve a local web playground: browse envs, play episodes by hand or with a model (undo, branch), inspect, replay and export trajectories",
   builder: (y: Argv) =>
-    y
-      .option("envs", { type: "string", array: true, default: [BUNDLED_ENVS], describe: "bundle folders, folders of bundles, or synth run folders" })
+    userOptions(snapshotOptions(hostOptions(envsOptions(y))))
       .option("trajectories", { type: "string", default: "trajectories", describe: "folder of recorded trajectory files (*.jsonl)" })
       .option("port", { type: "number", default: 8080, describe: "0 picks a free port" })
-      .option("host", { type: "string", default: "127.0.0.1", describe: "any non-loopback address requires the random token printed at start" })
-      .option("user-model", { type: "string", describe: "simulated user's model for conversation scenarios (endpoint from USER_OPENAI_BASE_URL / OPENAI_BASE_URL)" })
-      .option("user-base-url", { type: "string", describe: "simulated user's OpenAI-compatible base URL" })
       .option("idle-timeout", { type: "number", default: 1800, describe: "close an episode nobody touched for this many seconds" })
       .option("max-episodes", { type: "number", default: 32, describe: "episodes open at once across all pages" })
       .option("hard-stop-grace-ms", { type: "number", default: 1000, describe: "how long past its own deadline a guest call may run before the watchdog stops it" })
-      .option("max-snapshots", { type: "number", default: 32, describe: "undo points one episode may hold; a step beyond them runs but cannot be undone" })
-      .option("max-snapshot-mb", { type: "number", default: 512, describe: "memory all episodes' undo points may hold together" })
       .option("agent-base-url", { type: "string", describe: "the agent form's OpenAI-compatible endpoint to start with (default: OPENAI_BASE_URL)" })
       .option("agent-model", { type: "string", describe: "the agent form's model to start with" }) as unknown as Argv<UiArgs>,
   handler: async (args: ArgumentsCamelCase<UiArgs>) => {
-    const wantsUser = args.userModel || args.userBaseUrl || process.env.USER_OPENAI_BASE_URL || process.env.OPENAI_BASE_URL;
     const ui = await UiServer.start({
       envs: args.envs.map(envFolder),
       trajectories: args.trajectories,
       port: args.port,
       host: args.host,
-      user: wantsUser ? { model: args.userModel, baseURL: args.userBaseUrl } : null,
+      user: userConfigFromArgs(args),
       idleMs: args.idleTimeout * 1000,
       maxEpisodes: args.maxEpisodes,
       hardStopGraceMs: args.hardStopGraceMs,
       maxSnapshots: args.maxSnapshots,
       maxSnapshotMb: args.maxSnapshotMb,
       agent: { baseURL: args.agentBaseUrl ?? process.env.OPENAI_BASE_URL, model: args.agentModel },
+      agentPlayer: new ModelAgentPlayer(),
     });
     // the one line a script may wait for on stdout
     console.log(JSON.stringify({ ui: ui.openUrl }));

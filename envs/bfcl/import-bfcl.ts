@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { pyJsonParse } from "./py-json.js";
+import { pyJsonParse } from "../../bridge/core/episode/py-json.js";
 
 /** The pinned release the ports were verified against (python-client's test extra installs it). */
 export const BFCL_EVAL_VERSION = "2026.3.23";

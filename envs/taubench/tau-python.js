@@ -15,7 +15,7 @@
  *   CPython 3.11 (tokenizer, parser limits such as 200 nested parentheses, int/float/complex
  *   arithmetic with ** and //, and CPython's error texts).
  * - Floats: the ports run with observation_format "python", so the state holds Python's values as
- *   the global `Py` layer (bridge/sandbox/python-values.js) reads them: a float with an integral
+ *   the global `Py` layer (bridge/core/sandbox/python-values.js) reads them: a float with an integral
  *   value (46.0) is a box, dicts keep insertion order. Everything here accepts boxes; arith, abs
  *   and round2 give float results where Python does (46.0 - 46.0 is 0.0, not 0), and clone keeps
  *   order and boxes, so json.dumps of a result is the original's text.

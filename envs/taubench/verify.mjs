@@ -6,7 +6,7 @@
 // showed the model: a tool's string as is, which for tau-bench is json.dumps(...) or a message),
 // and the SHA-256 of the final database (the README's serialisation) must equal final_state_sha256.
 // The ports run as the bridge runs them with observation_format "python": the data files read with
-// Py.parse and each result shown as Py.observation (bridge/sandbox/python-values.js).
+// Py.parse and each result shown as Py.observation (bridge/core/sandbox/python-values.js).
 //
 // Usage: node envs/taubench/verify.mjs [data folder, default /work/shared/benchmarks/taubench]
 // Exit code 0 only when every output and every hash matches.
@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 // the guest's Py layer, as the bridge binds it before the env source of a python-format env
-const Py = new Function(`return (\n${readFileSync(join(HERE, "..", "..", "bridge", "sandbox", "python-values.js"), "utf8")}\n);`)();
+const Py = new Function(`return (\n${readFileSync(join(HERE, "..", "..", "bridge", "core", "sandbox", "python-values.js"), "utf8")}\n);`)();
 const DATA = process.argv[2] ?? "/work/shared/benchmarks/taubench";
 const MAX_DETAILS = 5;
 

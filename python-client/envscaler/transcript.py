@@ -106,7 +106,7 @@ def start_messages(observation: str, info: Mapping[str, Any], mode: AgentMode = 
 
 
 def _is_message(action: Mapping[str, Any]) -> bool:
-    # the bridge's rule (bridge/episode/action-parser.ts parseAction): a dict is an assistant
+    # the bridge's rule (bridge/core/episode/action-parser.ts parseAction): a dict is an assistant
     # message when it has tool_calls or a role, or content and no call name
     return "tool_calls" in action or "role" in action or ("content" in action and not any(k in action for k in ("name", "tool", "function")))
 

@@ -36,7 +36,7 @@ def start_train_bridge(record_dir: Path, replicas: int = 2, bundled: bool = Fals
 
 
 def records(record_dir: Path) -> list[dict[str, Any]]:
-    """Every record the bridge wrote (each line is ``<crc32 hex> <json>``: bridge/record/trajectory-writer.ts)."""
+    """Every record the bridge wrote (each line is ``<crc32 hex> <json>``: bridge/tools/record/trajectory-writer.ts)."""
     out: list[dict[str, Any]] = []
     for f in sorted(glob.glob(os.path.join(str(record_dir), "*.jsonl"))):
         with open(f, encoding="utf-8") as fh:

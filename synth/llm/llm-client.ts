@@ -1,11 +1,15 @@
-import OpenAI from "openai";
 import pLimit, { type LimitFunction } from "p-limit";
 import { z } from "zod";
-import { CallCache } from "./call-cache.js";
+import { CallCache } from "../../llm/call-cache.js";
+import type { TextMessage } from "../../llm/chat.js";
+import { ChatEndpoint } from "../../llm/chat-endpoint.js";
+import { EndpointError } from "../../llm/endpoint-error.js";
+import { llmEnv } from "../../llm/llm-env.js";
 
-export type Message = { role: "system" | "user" | "assistant"; content: string };
+/** A synth stage's chat turn: plain text (the chat vocabulary's TextMessage). */
+export type Message = TextMessage;
 
-/** Where one stage's calls go. Unset fields fall back to OPENAI_BASE_URL / OPENAI_API_KEY. */
+/** Where one stage's calls go. Unset fields fall back to ENVSCALER_SYNTH_BASE_URL / _API_KEY, then OPENAI_BASE_URL / OPENAI_API_KEY (llm/llm-env.ts). */
 export interface StageEndpoint {
   baseURL?: string;
   apiKey?: string;
@@ -129,7 +133,7 @@ export class LlmClient {
   readonly usage: Record<string, StageUsage> = {};
   private readonly cache: CallCache;
   private readonly limit: LimitFunction;
-  private readonly clients = new Map<string, OpenAI>();
+  private readonly transports = new Map<string, ChatEndpoint>();
   /** Requests waiting for the endpoint right now (for progress lines). */
   inFlight = 0;
 
@@ -141,8 +145,8 @@ export class LlmClient {
   private endpoint(stage: string): Required<Omit<StageEndpoint, "apiKey">> & { apiKey: string } {
     const e = this.options.endpoints[stage] ?? this.options.endpoints.default;
     if (!e) throw new LlmError(`no LLM endpoint configured for stage ${stage}`);
-    const baseURL = e.baseURL ?? process.env.OPENAI_BASE_URL ?? "https://api.openai.com/v1";
-    return { baseURL, apiKey: e.apiKey ?? process.env.OPENAI_API_KEY ?? "none", model: e.model, temperature: e.temperature ?? 0.7 };
+    const baseURL = e.baseURL ?? llmEnv("SYNTH", "BASE_URL") ?? "https://api.openai.com/v1";
+    return { baseURL, apiKey: e.apiKey ?? llmEnv("SYNTH", "API_KEY") ?? "none", model: e.model, temperature: e.temperature ?? 0.7 };
   }
 
   private stats(stage: string): StageUsage {
@@ -175,8 +179,9 @@ export class LlmClient {
   }
 
   /**
-   * One chat completion and why it ended. Transport errors and timeouts are retried here (not in
-   * the openai package) so that each retry and timeout is counted and reported as it happens.
+   * One chat completion and why it ended. Transport errors and timeouts are retried by the shared
+   * endpoint loop (llm/chat-endpoint.ts), which tells each retry and timeout as it happens so it is
+   * counted per stage and reported.
    */
   private async complete(stage: string, messages: Message[], format?: Record<string, unknown>, reask = 0): Promise<{ content: string; finish_reason: string }> {
     const ep = { ...this.endpoint(stage) };
@@ -192,46 +197,40 @@ export class LlmClient {
       return { content: hit.content, finish_reason: hit.finish_reason ?? "stop" };
     }
     return this.limit(async () => {
-      let client = this.clients.get(`${ep.baseURL}\n${ep.apiKey}`);
-      if (!client) {
-        client = new OpenAI({ baseURL: ep.baseURL, apiKey: ep.apiKey, maxRetries: 0, timeout: this.options.timeoutMs ?? 120_000 });
-        this.clients.set(`${ep.baseURL}\n${ep.apiKey}`, client);
+      const id = `${ep.baseURL}\n${ep.apiKey}`;
+      let transport = this.transports.get(id);
+      if (!transport) {
+        transport = new ChatEndpoint({ baseURL: ep.baseURL, apiKey: ep.apiKey, timeoutMs: this.options.timeoutMs ?? 120_000, maxRetries: this.options.maxRetries ?? 4, backoffMs: 500, backoffCapMs: 8000 });
+        this.transports.set(id, transport);
       }
       const maxRetries = this.options.maxRetries ?? 4;
       const timeoutS = (this.options.timeoutMs ?? 120_000) / 1000;
-      let timeouts = 0;
-      for (let attempt = 0; ; attempt++) {
-        this.inFlight++;
-        try {
-          const r = await client.chat.completions.create({ model: ep.model, temperature: ep.temperature, messages, ...(extra as { max_tokens?: number }) });
-          stats.calls++;
-          const content = r.choices[0]?.message?.content ?? "";
-          const finish_reason = r.choices[0]?.finish_reason ?? "stop";
-          const usage = { prompt_tokens: r.usage?.prompt_tokens ?? 0, completion_tokens: r.usage?.completion_tokens ?? 0 };
-          stats.prompt_tokens += usage.prompt_tokens;
-          stats.completion_tokens += usage.completion_tokens;
-          this.cache.put(key, { content, usage, finish_reason });
-          return { content, finish_reason };
-        } catch (e) {
-          const timedOut = e instanceof OpenAI.APIConnectionTimeoutError;
-          const status = e instanceof OpenAI.APIError && typeof e.status === "number" ? e.status : undefined;
-          const retryable = e instanceof OpenAI.APIConnectionError || status === 408 || status === 409 || status === 429 || (status !== undefined && status >= 500);
-          if (timedOut) {
-            timeouts++;
+      this.inFlight++;
+      try {
+        const { response: r, usage } = await transport.complete({ model: ep.model, temperature: ep.temperature, messages, ...(extra as { max_tokens?: number }) }, {
+          onTimeout: (attempt) => {
             stats.timeouts++;
-            this.emit(stage, "timeout", `${stage}: no reply within ${timeoutS} s (try ${attempt + 1} of ${maxRetries + 1})`);
-          }
-          if (!retryable || attempt >= maxRetries) {
-            stats.failures++;
-            const why = timeouts ? `; ${timeouts} of them timed out after ${timeoutS} s (raise --timeout / ENVSCALER_LLM_TIMEOUT for a slow endpoint)` : "";
-            throw new LlmError(`${stage}: the LLM call failed after ${attempt + 1} tries${why}: ${(e as Error).message}`);
-          }
-          stats.retries++;
-          this.emit(stage, "retry", `${stage}: retrying after ${(e as Error).message}`);
-        } finally {
-          this.inFlight--;
-        }
-        await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
+            this.emit(stage, "timeout", `${stage}: no reply within ${timeoutS} s (try ${attempt} of ${maxRetries + 1})`);
+          },
+          onRetry: (_, e) => {
+            stats.retries++;
+            this.emit(stage, "retry", `${stage}: retrying after ${e.message}`);
+          },
+        });
+        stats.calls++;
+        const content = r.choices[0]?.message?.content ?? "";
+        const finish_reason = r.choices[0]?.finish_reason ?? "stop";
+        stats.prompt_tokens += usage.prompt_tokens;
+        stats.completion_tokens += usage.completion_tokens;
+        this.cache.put(key, { content, usage, finish_reason });
+        return { content, finish_reason };
+      } catch (e) {
+        if (!(e instanceof EndpointError)) throw e;
+        stats.failures++;
+        const why = e.timeouts ? `; ${e.timeouts} of them timed out after ${timeoutS} s (raise --timeout / ENVSCALER_LLM_TIMEOUT for a slow endpoint)` : "";
+        throw new LlmError(`${stage}: the LLM call failed after ${e.attempts} tries${why}: ${e.detail}`, { cause: e });
+      } finally {
+        this.inFlight--;
       }
     });
   }

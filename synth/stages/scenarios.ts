@@ -1,12 +1,12 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import type { StepResult } from "../../bridge/episode/episode.js";
-import { Scenario } from "../../envs/bundle-schema.js";
-import { loadBundle } from "../../envs/load-bundle.js";
-import { bundleInitialState } from "../../bridge/state/bundle-state.js";
+import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import type { StepResult } from "../../bridge/core/episode/episode.js";
+import { Scenario } from "../../envs/format/bundle-schema.js";
+import { loadBundle } from "../../envs/format/load-bundle.js";
+import { bundleInitialState } from "../../bridge/core/state/bundle-state.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import type { Rejection } from "./mine.js";

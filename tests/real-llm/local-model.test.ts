@@ -15,10 +15,11 @@ import { appendFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { EndpointError, ModelClient, type AgentMessage } from "../../agent/model-client.js";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { ModelClient, type AgentMessage } from "../../agent/model-client.js";
+import { EndpointError } from "../../llm/endpoint-error.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { LlmClient, type JsonMode } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
 import { prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";

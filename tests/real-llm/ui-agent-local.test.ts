@@ -9,7 +9,8 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 
 const ON = process.env.LOCAL_LLM === "1";
@@ -18,7 +19,7 @@ const MODEL = process.env.LOCAL_LLM_MODEL ?? "qwen2.5-coder-0.5b";
 
 describe.skipIf(!ON)("the playground's agent with a real small model (opt-in: LOCAL_LLM=1 and a server at LOCAL_LLM_BASE_URL)", () => {
   test.each(["fc", "prompt"])("%s mode: every turn streamed, the run ends, the episode can be undone", async (mode) => {
-    const ui = await UiServer.start({ envs: [BUNDLED_ENVS], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-llm-")), "none"), port: 0 });
+    const ui = await UiServer.start({ envs: [BUNDLED_ENVS], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-llm-")), "none"), port: 0, agentPlayer: new ModelAgentPlayer() });
     try {
       const post = async (path: string, body: unknown) => {
         const res = await fetch(new URL(path, ui.url), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });

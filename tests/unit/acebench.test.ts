@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import { classDefaults, importAcebench, processAccuracyOf } from "../../envs/acebench/import-acebench.js";
 // a plain ES module, like envs/bfcl/verify.mjs
 import { answersFromBundles, loadPorts, verify } from "../../envs/acebench/verify.mjs";

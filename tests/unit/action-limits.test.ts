@@ -1,9 +1,9 @@
 // Issue 32: an action's nesting is bounded however it arrives, before anything deep is built or
 // copied between threads; what cannot be handed to an engine is refused for that request only.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { MAX_ACTION_DEPTH, jsonTextTooDeep, valueShape } from "../../bridge/episode/action-limits.js";
-import { parseAction } from "../../bridge/episode/action-parser.js";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { MAX_ACTION_DEPTH, jsonTextTooDeep, valueShape } from "../../bridge/core/episode/action-limits.js";
+import { parseAction } from "../../bridge/core/episode/action-parser.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import { FIXTURES } from "../helpers.js";
 
 const deepText = (n: number) => '{"a":'.repeat(n) + "1" + "}".repeat(n);

@@ -1,5 +1,5 @@
 import { expect, test } from "vitest";
-import { parseAction } from "../../bridge/episode/action-parser.js";
+import { parseAction } from "../../bridge/core/episode/action-parser.js";
 
 test("a {name, arguments} call", () => {
   expect(parseAction({ name: "get", arguments: { id: "1" } }, 1)).toEqual({ kind: "tool_calls", calls: [{ id: "call_1_0", name: "get", arguments: { id: "1" } }], text: "", reasoning: undefined });

@@ -5,10 +5,14 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { Episode } from "../../bridge/episode/episode.js";
+import { Episode } from "../../bridge/core/episode/episode.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 import { versus } from "../../bench/rows.js";
+import { fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const hasPython = (() => {
@@ -59,7 +63,7 @@ describe.skipIf(!hasPython)("the Python port of envs/library (bench/py/library_e
     const found = EnvRegistry.load([join(BUNDLED_ENVS, "library")]).scenario("library-1")!;
     const ours: unknown[][] = [];
     for (const seq of sequences) {
-      const ep = new Episode({ bundle: found.bundle, scenario: found.scenario, seed: 0, episodeId: "port-check" });
+      const ep = new Episode({ sandboxes, bundle: found.bundle, scenario: found.scenario, seed: 0, episodeId: "port-check" });
       try {
         await ep.reset();
         const out: unknown[] = [];

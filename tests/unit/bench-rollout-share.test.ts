@@ -5,7 +5,7 @@ import { pino } from "pino";
 import { expect, test } from "vitest";
 import { measureRolloutShare } from "../../bench/rollout-share.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
 
 test("the rollout-share measurement plays every bundled task scenario to its end and splits each episode's time into model, bridge and agent loop", async () => {
   const tasks = EnvRegistry.load([BUNDLED_ENVS])

@@ -3,9 +3,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import { BFCL_HOLDOUT_MESSAGE, findBfclPackage, importBfcl, parseGroundTruthCall } from "../../envs/bfcl/import-bfcl.js";
-import { pyJsonParse } from "../../envs/bfcl/py-json.js";
+import { pyJsonParse } from "../../bridge/core/episode/py-json.js";
 // a plain ES module (also a CLI: node envs/bfcl/verify.mjs GOLDEN.json)
 import { verify } from "../../envs/bfcl/verify.mjs";
 

@@ -2,12 +2,12 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { Dealer } from "zeromq";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { BridgeServer } from "../../bridge/server/bridge-server.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { BridgeServer } from "../../bridge/fronts/zmq/bridge-server.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { PROTOCOL_VERSION, RESULT_SCHEMAS } from "../../protocol/messages.js";
-import type { StepResult } from "../../bridge/episode/episode.js";
+import type { StepResult } from "../../bridge/core/episode/episode.js";
 import { FIXTURES } from "../helpers.js";
 
 const HOSTILE = join(FIXTURES, "..", "hostile");

@@ -6,13 +6,16 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { expect, test } from "vitest";
 import { Dealer } from "zeromq";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { BridgeServer } from "../../bridge/server/bridge-server.js";
-import { RetryMemory } from "../../bridge/server/retry-memory.js";
-import { TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { BridgeServer } from "../../bridge/fronts/zmq/bridge-server.js";
+import { RetryMemory } from "../../bridge/fronts/zmq/retry-memory.js";
+import { TrajectoryWriter } from "../../bridge/tools/record/trajectory-writer.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
-import { FIXTURES } from "../helpers.js";
+import { FIXTURES, fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 async function oneSnapshotBytes(): Promise<number> {
   const rt = await EnvRuntime.start({ envs: [FIXTURES], workers: 0 });
@@ -121,19 +124,19 @@ test("recording_unavailable names no server path", async () => {
 });
 
 test("closed episodes' sandboxes are kept for reuse only up to RECYCLED_MAX_TOTAL_BYTES", async () => {
-  const { Episode } = await import("../../bridge/episode/episode.js");
-  const { pooledInstances, RECYCLED_MAX_TOTAL_BYTES } = await import("../../bridge/sandbox/sandbox.js");
+  const { Episode } = await import("../../bridge/core/episode/episode.js");
+  const { RECYCLED_MAX_TOTAL_BYTES } = await import("../../bridge/core/sandbox/sandbox-host.js");
   const { inlineBundle } = await import("../helpers.js");
   // each episode's wasm memory grows to ~48 MiB (a healthy instance, recycled on close) and stays so
   const bundle = inlineBundle("grow", "Grow", `class Grow { constructor(s) {} grow() { const a = []; for (let i = 0; i < 40; i++) a.push("x".repeat(1 << 20) + i); return a.length; } }`, ["grow"], {});
   const scenario = [...bundle.scenarios.values()][0]!;
   for (let i = 0; i < 8; i++) {
-    const ep = new Episode({ bundle, scenario, seed: i, episodeId: `g${i}`, reference: () => Promise.reject(new Error("unused")) });
+    const ep = new Episode({ sandboxes, bundle, scenario, seed: i, episodeId: `g${i}`, reference: () => Promise.reject(new Error("unused")) });
     await ep.reset();
     const r = await ep.step({ name: "grow", arguments: {} });
     expect(r.observation.content).toBe("40");
     ep.close();
   }
-  expect(pooledInstances().recycled_bytes).toBeLessThanOrEqual(RECYCLED_MAX_TOTAL_BYTES);
-  expect(pooledInstances().recycled_bytes).toBeGreaterThan(0);
+  expect(sandboxes.stats().recycled_bytes).toBeLessThanOrEqual(RECYCLED_MAX_TOTAL_BYTES);
+  expect(sandboxes.stats().recycled_bytes).toBeGreaterThan(0);
 }, 120_000);

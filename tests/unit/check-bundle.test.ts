@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { expect, test } from "vitest";
-import { checkBundle } from "../../bridge/check/check-bundle.js";
-import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
-import { BundleLoadError, loadBundle } from "../../envs/load-bundle.js";
+import { checkBundle } from "../../bridge/tools/check/check-bundle.js";
+import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
+import { BundleLoadError, loadBundle } from "../../envs/format/load-bundle.js";
 import { FIXTURES } from "../helpers.js";
 
 const run = promisify(execFile);

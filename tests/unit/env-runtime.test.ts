@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { EnvRuntime, RuntimeError } from "../../bridge/engine/env-runtime.js";
+import { EnvRuntime, RuntimeError } from "../../bridge/core/engine/env-runtime.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
 

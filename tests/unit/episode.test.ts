@@ -1,8 +1,11 @@
 import { afterEach, expect, test } from "vitest";
-import { Episode } from "../../bridge/episode/episode.js";
-import type { Scenario } from "../../envs/bundle-schema.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
-import { inlineBundle, notesBundle } from "../helpers.js";
+import { Episode } from "../../bridge/core/episode/episode.js";
+import type { Scenario } from "../../envs/format/bundle-schema.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
+import { inlineBundle, notesBundle, fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 const bundle = notesBundle();
 const open: Episode[] = [];
@@ -10,7 +13,7 @@ afterEach(() => open.splice(0).forEach((e) => e.close()));
 
 async function start(overrides: Partial<Scenario> = {}, seed = 1): Promise<Episode> {
   const scenario = { ...bundle.scenario("notes-1")!, ...overrides };
-  const e = new Episode({ bundle, scenario, seed, episodeId: "t" });
+  const e = new Episode({ sandboxes, bundle, scenario, seed, episodeId: "t" });
   open.push(e);
   await e.reset();
   return e;
@@ -47,7 +50,7 @@ test("unlisted_call_method: a name the tool list lacks is answered by that env m
   }`;
   const base = inlineBundle("unl", "Exec", src, ["ping"], { count: 0 });
   const b = new EnvBundle(base.dir, { ...base.manifest, unlisted_call_method: "_unlisted" }, base.source, base.defaultState, base.scenarios, "unl-hash");
-  const e = new Episode({ bundle: b, scenario: b.scenario("unl-1")!, seed: 1, episodeId: "u" });
+  const e = new Episode({ sandboxes, bundle: b, scenario: b.scenario("unl-1")!, seed: 1, episodeId: "u" });
   open.push(e);
   const r = await e.reset();
   expect(r.info.tools.map((t) => t.function.name)).toEqual(["ping"]);
@@ -68,7 +71,7 @@ test("unlisted_call_method: a name the tool list lacks is answered by that env m
   expect(JSON.parse(e.stateJson()).count).toBe(2);
   // the method must exist: a bundle naming one its class lacks does not start
   const lacking = new EnvBundle(base.dir, { ...base.manifest, unlisted_call_method: "_nope" }, base.source, base.defaultState, base.scenarios, "unl-hash2");
-  const bad = new Episode({ bundle: lacking, scenario: lacking.scenario("unl-1")!, seed: 1, episodeId: "v" });
+  const bad = new Episode({ sandboxes, bundle: lacking, scenario: lacking.scenario("unl-1")!, seed: 1, episodeId: "v" });
   open.push(bad);
   await expect(bad.reset()).rejects.toThrow(/no method _nope \(the manifest's unlisted_call_method\)/);
 });
@@ -153,7 +156,7 @@ test("same seed and actions give the same observations and state hashes", async 
 });
 
 test("step before reset, after the end, and after close are typed errors", async () => {
-  const fresh = new Episode({ bundle, scenario: bundle.scenario("notes-1")!, seed: 1, episodeId: "x" });
+  const fresh = new Episode({ sandboxes, bundle, scenario: bundle.scenario("notes-1")!, seed: 1, episodeId: "x" });
   open.push(fresh);
   await expect(fresh.step("hi")).rejects.toMatchObject({ code: "reset_needed" });
   const e = await start();
@@ -179,9 +182,9 @@ test("reward mode `all` is all-or-nothing (tau-bench); `fraction` gives partial 
 });
 
 test("reference_state: the same work in another order scores 1.0 (created ids may differ); match_new_ids: false is exact", async () => {
-  const { EnvRegistry } = await import("../../envs/registry.js");
+  const { EnvRegistry } = await import("../../envs/format/registry.js");
   const { BUNDLED_ENVS } = await import("../../envs/bundled.js");
-  const { referenceState } = await import("../../bridge/episode/reference-state.js");
+  const { referenceState } = await import("../../bridge/core/episode/reference-state.js");
   const { bundle: library, scenario } = EnvRegistry.load([BUNDLED_ENVS]).scenario("library-5")!;
   // library-5's reference checks out two books; swapping them gives each loan the other's id
   const actions = [...scenario.reference_actions!];
@@ -189,7 +192,7 @@ test("reference_state: the same work in another order scores 1.0 (created ids ma
   expect(actions[i + 1]!.name).toBe("checkout_book");
   [actions[i], actions[i + 1]] = [actions[i + 1]!, actions[i]!];
   const play = async (s: Scenario) => {
-    const e = new Episode({ bundle: library, scenario: s, seed: 0, episodeId: "order", reference: () => referenceState(library, s.id, 0) });
+    const e = new Episode({ sandboxes, bundle: library, scenario: s, seed: 0, episodeId: "order", reference: () => referenceState(sandboxes, library, s.id, 0) });
     open.push(e);
     await e.reset();
     for (const a of actions) await e.step(a);
@@ -237,7 +240,7 @@ test("action_methods: the env is told where an action of several calls starts an
   for (const k of ["add", "fail", "setmode"]) Batch.prototype[k] = ((f) => function (a) { this._open?.push(k === "fail" ? "fail" : "ok"); return f.call(this, a); })(Batch.prototype[k]);`;
   const base = inlineBundle("batch", "Batch", src, ["add", "fail", "setmode"], { items: [] });
   const b = new EnvBundle(base.dir, { ...base.manifest, action_methods: { start: "_start", end: "_end" } }, base.source, base.defaultState, base.scenarios, "batch-hash");
-  const e = new Episode({ bundle: b, scenario: b.scenario("batch-1")!, seed: 1, episodeId: "b" });
+  const e = new Episode({ sandboxes, bundle: b, scenario: b.scenario("batch-1")!, seed: 1, episodeId: "b" });
   open.push(e);
   await e.reset();
   const two = await e.step([{ name: "add", arguments: { x: 1 } }, { name: "fail", arguments: {} }, { name: "nope", arguments: {} }, { name: "add", arguments: { x: 2 } }]);
@@ -267,7 +270,7 @@ test("action_methods: the env is told where an action of several calls starts an
   expect(e.isDone).toBe(true);
   // the methods must exist: a bundle naming one its class lacks does not start
   const lacking = new EnvBundle(base.dir, { ...base.manifest, action_methods: { start: "_start", end: "_gone" } }, base.source, base.defaultState, base.scenarios, "batch-hash2");
-  const bad = new Episode({ bundle: lacking, scenario: lacking.scenario("batch-1")!, seed: 1, episodeId: "c" });
+  const bad = new Episode({ sandboxes, bundle: lacking, scenario: lacking.scenario("batch-1")!, seed: 1, episodeId: "c" });
   open.push(bad);
   await expect(bad.reset()).rejects.toThrow(/no method _gone \(the manifest's action_methods.end\)/);
 });
@@ -275,7 +278,7 @@ test("action_methods: the env is told where an action of several calls starts an
 test("a tool result with control characters (the envelope's separator and NUL included) reaches the agent exactly", async () => {
   const text = "a\u001eb\u0000c\u001fd\n";
   const b = inlineBundle("ctl", "Ctl", `class Ctl { constructor(s) { Object.assign(this, s); } odd() { return { text: ${JSON.stringify(text)}, nested: ["\\u001e"] }; } }`, ["odd"], { items: {} });
-  const e = new Episode({ bundle: b, scenario: b.scenario("ctl-1")!, seed: 1, episodeId: "ctl" });
+  const e = new Episode({ sandboxes, bundle: b, scenario: b.scenario("ctl-1")!, seed: 1, episodeId: "ctl" });
   open.push(e);
   await e.reset();
   const r = await e.step({ name: "odd", arguments: {} });

@@ -5,12 +5,12 @@
 // front goes on exactly, and the server is alive. Cases × fronts: a new front is one more driver.
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { BridgeServer } from "../../bridge/server/bridge-server.js";
-import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
-import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
-import { UiServer } from "../../bridge/ui/ui-server.js";
-import { createLogger } from "../../bridge/server/logger.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { BridgeServer } from "../../bridge/fronts/zmq/bridge-server.js";
+import { McpHttpServer } from "../../bridge/fronts/mcp/mcp-http-server.js";
+import { ScenarioPicker } from "../../bridge/fronts/mcp/scenario-picker.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
 import { FIXTURES } from "../helpers.js";
 import { deepJson, deepMsgpack, mcpHttpFront, mcpStdioFront, uiFront, zmqFront, type FrontDriver, type Outcome, type TableAction } from "../front-table.js";
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";

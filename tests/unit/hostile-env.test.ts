@@ -2,8 +2,12 @@ import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
-import { Episode } from "../../bridge/episode/episode.js";
-import { loadBundle } from "../../envs/load-bundle.js";
+import { Episode } from "../../bridge/core/episode/episode.js";
+import { loadBundle } from "../../envs/format/load-bundle.js";
+import { fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 const bundle = loadBundle(join(import.meta.dirname, "..", "fixtures", "hostile", "hostile"));
 // the memory and output bombs of hostile-v1 under a 60 s deadline: which limit stops a call is the
@@ -26,7 +30,7 @@ const open: Episode[] = [];
 
 async function fresh(seed = 1, from = bundle): Promise<Episode> {
   const scenario = [...from.scenarios.values()][0]!;
-  const e = new Episode({ bundle: from, scenario, seed, episodeId: `e${open.length}` });
+  const e = new Episode({ sandboxes, bundle: from, scenario, seed, episodeId: `e${open.length}` });
   open.push(e);
   await e.reset();
   return e;

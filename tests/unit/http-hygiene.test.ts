@@ -4,9 +4,9 @@ import { connect, type Socket } from "node:net";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
-import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { McpHttpServer } from "../../bridge/fronts/mcp/mcp-http-server.js";
+import { ScenarioPicker } from "../../bridge/fronts/mcp/scenario-picker.js";
 import { FIXTURES } from "../helpers.js";
 
 const logs: { level: number; msg: string }[] = [];

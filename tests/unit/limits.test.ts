@@ -4,10 +4,13 @@ import { mkdtempSync, mkdirSync, writeFileSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { Episode, MAX_CALLS_PER_ACTION } from "../../bridge/episode/episode.js";
-import { loadBundle, MAX_SOURCE_BYTES, BundleLoadError } from "../../envs/load-bundle.js";
-import { FIXTURES, inlineBundle } from "../helpers.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { Episode, MAX_CALLS_PER_ACTION } from "../../bridge/core/episode/episode.js";
+import { loadBundle, MAX_SOURCE_BYTES, BundleLoadError } from "../../envs/format/load-bundle.js";
+import { FIXTURES, inlineBundle, fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 const SOURCE = `class Box {
   constructor(s) { this.items = s.items; }
@@ -20,7 +23,7 @@ const bundle = inlineBundle("box", "Box", SOURCE, ["set", "big", "patch_tojson",
 const errorOf = (content: string) => JSON.parse(content).error as { type: string; message: string };
 
 async function start(): Promise<Episode> {
-  const e = new Episode({ bundle, scenario: bundle.scenario("box-1")!, seed: 1, episodeId: "b" });
+  const e = new Episode({ sandboxes, bundle, scenario: bundle.scenario("box-1")!, seed: 1, episodeId: "b" });
   await e.reset();
   return e;
 }
@@ -100,23 +103,23 @@ test("faults are classified by what happened, not by what a guest's error says",
     ["class X { constructor() { throw new InternalError('out of memory: stack overflow'); } ping() { return 1; } }", "constructor"],
   ] as const) {
     const b = inlineBundle(`fake-oom-${where.length}`, "X", src, ["ping"], { k: 1 });
-    const e = new Episode({ bundle: b, scenario: [...b.scenarios.values()][0]!, seed: 1, episodeId: "x" });
+    const e = new Episode({ sandboxes, bundle: b, scenario: [...b.scenarios.values()][0]!, seed: 1, episodeId: "x" });
     await expect(e.reset(), where).rejects.toMatchObject({ name: "EnvLoadError", message: expect.stringContaining("out of memory") });
   }
 });
 
 test("a check that patches toJSON fails itself with a typed error, and scoring goes on", async () => {
-  const { runJsCheck } = await import("../../bridge/episode/checker.js");
-  const { StateBase, StateView } = await import("../../bridge/state/state-base.js");
+  const { runJsCheck } = await import("../../bridge/core/episode/checker.js");
+  const { StateBase, StateView } = await import("../../bridge/core/state/state-base.js");
   const base = StateBase.fromState({ k: 1 });
   const inputs = { initial: new StateView(base), final: new StateView(base), actions: [], messages: [] };
-  const r = await runJsCheck("() => { Object.prototype.toJSON = () => 7; return true; }", inputs, [1, 2, 3, 4]);
+  const r = await runJsCheck(sandboxes, "() => { Object.prototype.toJSON = () => 7; return true; }", inputs, [1, 2, 3, 4]);
   expect(r).toMatchObject({ passed: false, error: expect.stringContaining("env_output_invalid") });
-  expect(await runJsCheck("() => true", inputs, [1, 2, 3, 4])).toEqual({ passed: true });
+  expect(await runJsCheck(sandboxes, "() => true", inputs, [1, 2, 3, 4])).toEqual({ passed: true });
 });
 
 test("a replica that cannot record refuses work before it runs (recording_unavailable); --record-failure continue runs unrecorded", async () => {
-  const { TrajectoryWriter } = await import("../../bridge/record/trajectory-writer.js");
+  const { TrajectoryWriter } = await import("../../bridge/tools/record/trajectory-writer.js");
   const dir = mkdtempSync(join(tmpdir(), "rec-"));
   // asking for more free room than any disk has makes every check fail before anything is written
   const refuse = new TrajectoryWriter(join(dir, "a.jsonl"), { reserveBytes: Number.MAX_SAFE_INTEGER });

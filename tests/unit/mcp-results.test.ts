@@ -2,11 +2,11 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { ClosedResults, type ClosedResult } from "../../bridge/mcp/closed-results.js";
-import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
-import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
-import { createLogger } from "../../bridge/server/logger.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { ClosedResults, type ClosedResult } from "../../bridge/core/sessions/closed-results.js";
+import { McpHttpServer } from "../../bridge/fronts/mcp/mcp-http-server.js";
+import { ScenarioPicker } from "../../bridge/fronts/mcp/scenario-picker.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 
 const HOSTILE = join(import.meta.dirname, "..", "fixtures", "hostile");

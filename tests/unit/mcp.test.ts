@@ -6,12 +6,12 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { InFlightGate } from "../../bridge/mcp/in-flight-gate.js";
-import { McpHttpServer } from "../../bridge/mcp/mcp-http-server.js";
-import { isLoopback, RequestGuard } from "../../bridge/mcp/request-guard.js";
-import { ScenarioPicker } from "../../bridge/mcp/scenario-picker.js";
-import { createLogger } from "../../bridge/server/logger.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { InFlightGate } from "../../bridge/fronts/mcp/in-flight-gate.js";
+import { McpHttpServer } from "../../bridge/fronts/mcp/mcp-http-server.js";
+import { isLoopback, RequestGuard } from "../../bridge/fronts/mcp/request-guard.js";
+import { ScenarioPicker } from "../../bridge/fronts/mcp/scenario-picker.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 
 const HOSTILE = join(import.meta.dirname, "..", "fixtures", "hostile");

@@ -3,11 +3,15 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { checkBundle } from "../../bridge/check/check-bundle.js";
-import { EnvSession } from "../../bridge/episode/env-session.js";
-import { bundleStateBase } from "../../bridge/state/bundle-state.js";
-import { StateBase, StateView } from "../../bridge/state/state-base.js";
-import { loadBundle } from "../../envs/load-bundle.js";
+import { checkBundle } from "../../bridge/tools/check/check-bundle.js";
+import { EnvSession } from "../../bridge/core/episode/env-session.js";
+import { bundleStateBase } from "../../bridge/core/state/bundle-state.js";
+import { StateBase, StateView } from "../../bridge/core/state/state-base.js";
+import { loadBundle } from "../../envs/format/load-bundle.js";
+import { fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 // The Py layer as the guest gets it (an expression), here evaluated in Node.
 interface PyLayer {
@@ -20,7 +24,7 @@ interface PyLayer {
   isFloat(v: unknown): boolean;
   num(v: unknown): unknown;
 }
-const PY_SOURCE = readFileSync(join(import.meta.dirname, "..", "..", "bridge", "sandbox", "python-values.js"), "utf8");
+const PY_SOURCE = readFileSync(join(import.meta.dirname, "..", "..", "bridge", "core", "sandbox", "python-values.js"), "utf8");
 // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the sandbox's own source, evaluated as the sandbox's prelude evaluates it
 const Py = new Function(`return (\n${PY_SOURCE}\n);`)() as PyLayer;
 
@@ -130,7 +134,7 @@ function shopBundle(format: "json" | "python"): string {
 describe("observation_format in the sandbox", () => {
   test("python: verbatim strings, json.dumps text, the file's dict order and floats, order kept through writes", async () => {
     const bundle = loadBundle(shopBundle("python"));
-    using s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    using s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
     const text = (name: string, args: Record<string, unknown> = {}) => {
       const out = s.call(name, args);
       if (out.kind !== "result") throw new Error(JSON.stringify(out.error));
@@ -152,8 +156,8 @@ describe("observation_format in the sandbox", () => {
   test("json: results stay JSON.stringify text; the state hash is the same whichever the format", async () => {
     const json = loadBundle(shopBundle("json"));
     const py = loadBundle(shopBundle("python"));
-    using a = await EnvSession.open(json, bundleStateBase(json), { seed: 1 });
-    using b = await EnvSession.open(py, bundleStateBase(py), { seed: 1 });
+    using a = await EnvSession.open(json, bundleStateBase(json), { seed: 1, sandboxes });
+    using b = await EnvSession.open(py, bundleStateBase(py), { seed: 1, sandboxes });
     expect(a.call("name", { id: "9000000001" })).toMatchObject({ kind: "result", json: '"Café"' });
     expect(a.call("name", { id: "9000000001" })).not.toHaveProperty("text");
     expect(a.stateHash()).toBe(b.stateHash());

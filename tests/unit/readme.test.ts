@@ -8,7 +8,7 @@ const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, "..", "..");
 
 test("the README's library example runs as written (package self-import of the build)", async () => {
-  expect(existsSync(join(ROOT, "dist", "bridge", "engine", "env-runtime.js")), "run `npm run build` first (npm test does)").toBe(true);
+  expect(existsSync(join(ROOT, "dist", "bridge", "core", "engine", "env-runtime.js")), "run `npm run build` first (npm test does)").toBe(true);
   const readme = readFileSync(join(ROOT, "README.md"), "utf8");
   const section = readme.slice(readme.indexOf("## Library use"));
   const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];

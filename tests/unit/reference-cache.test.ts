@@ -1,8 +1,11 @@
 import { expect, test } from "vitest";
-import { ReferenceCache } from "../../bridge/episode/reference-state.js";
-import type { StateView } from "../../bridge/state/state-base.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
-import { inlineBundle } from "../helpers.js";
+import { ReferenceCache } from "../../bridge/core/episode/reference-state.js";
+import type { StateView } from "../../bridge/core/state/state-base.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
+import { inlineBundle, fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 // a counter env whose `roll` tool draws from Math.random and whose `add` does not
 const SOURCE = `class Dice {
@@ -21,7 +24,7 @@ const total = (v: StateView | { error: string }) => ("error" in v ? v.error : v.
 
 test("a reference replay that draws no random number is made once and serves every seed", async () => {
   const bundle = withReference("plain", [{ name: "add", arguments: { n: 2 } }, { name: "add", arguments: { n: 3 } }]);
-  const cache = new ReferenceCache();
+  const cache = new ReferenceCache(sandboxes);
   // episodes of many seeds finishing at once, then more later
   const first = await Promise.all([1, 2, 3, 4].map((seed) => cache.get(bundle, "plain-1", seed)));
   const later = await cache.get(bundle, "plain-1", 99);
@@ -32,12 +35,12 @@ test("a reference replay that draws no random number is made once and serves eve
 
 test("a reference replay that draws random numbers is made per seed, and the same seed gives the same state", async () => {
   const bundle = withReference("dice", [{ name: "roll", arguments: {} }, { name: "add", arguments: { n: 1 } }]);
-  const cache = new ReferenceCache();
+  const cache = new ReferenceCache(sandboxes);
   const [a, b, c] = (await Promise.all([1, 2, 3].map((seed) => cache.get(bundle, "dice-1", seed)))) as [StateView, StateView, StateView];
   expect(new Set([a, b, c].map(total)).size).toBe(3);
   expect(cache.replays).toBe(3);
   // a fresh cache replays seed 2 to the same state; this cache answers it from memory
-  expect(total(await new ReferenceCache().get(bundle, "dice-1", 2))).toBe(total(b));
+  expect(total(await new ReferenceCache(sandboxes).get(bundle, "dice-1", 2))).toBe(total(b));
   expect(await cache.get(bundle, "dice-1", 2)).toBe(b);
   expect(cache.replays).toBe(3);
 });
@@ -48,7 +51,7 @@ test("draws the env's constructor makes count too", async () => {
   const b0 = inlineBundle("ctor", "Dice", src, ["add", "roll"], { total: 0 });
   const s = { ...b0.scenario("ctor-1")!, reference_actions: [{ name: "add", arguments: { n: 1 } }] };
   const bundle = new EnvBundle(b0.dir, b0.manifest, b0.source, b0.defaultState, new Map([[s.id, s]]), "ctor-hash");
-  const cache = new ReferenceCache();
+  const cache = new ReferenceCache(sandboxes);
   const states = await Promise.all([1, 2].map((seed) => cache.get(bundle, "ctor-1", seed)));
   expect(total(states[0]!)).not.toBe(total(states[1]!));
   expect(cache.replays).toBe(2);

@@ -2,7 +2,7 @@
 // score of 0 (a new user's pass found it charted as "finished by the client" with reward 0).
 import { expect, test } from "vitest";
 import { chartRunOf } from "../../agent/report-page.js";
-import { reportCharts } from "../../agent/report-charts.js";
+import { reportCharts } from "../../bridge/tools/record/report-charts.js";
 import type { RolloutResults } from "../../agent/summarize.js";
 
 const row = (over: Partial<RolloutResults["episodes"][number]>): RolloutResults["episodes"][number] =>

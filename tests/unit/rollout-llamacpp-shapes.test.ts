@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { ModelClient, type AgentMessage } from "../../agent/model-client.js";
 import { runRollout } from "../../agent/rollout.js";
-import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
-import { createLogger } from "../../bridge/server/logger.js";
-import { Supervisor } from "../../bridge/server/supervisor.js";
+import { readTrajectories } from "../../bridge/tools/record/trajectory-reader.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
+import { Supervisor } from "../../bridge/fronts/zmq/supervisor.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture, type FixtureReply, type FixtureRequest, type Scripted } from "../openai-fixture.js";
 

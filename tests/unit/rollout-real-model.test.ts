@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
 import { runRollout } from "../../agent/rollout.js";
-import { createLogger } from "../../bridge/server/logger.js";
-import { Supervisor } from "../../bridge/server/supervisor.js";
+import { createLogger } from "../../bridge/fronts/zmq/logger.js";
+import { Supervisor } from "../../bridge/fronts/zmq/supervisor.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 
 /**

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { exportSft, exportSummary, filterProblem, NO_USER_PREFIX, NO_USER_REASON, originalFilter, toAlpaca, toChat, toShareGpt, type AlpacaSample, type ShareGptRecord } from "../../bridge/record/sft-export.js";
-import { readTrajectories, type RecordedEpisode } from "../../bridge/record/trajectory-reader.js";
-import { TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { exportSft, exportSummary, filterProblem, NO_USER_PREFIX, NO_USER_REASON, originalFilter, toAlpaca, toChat, toShareGpt, type AlpacaSample, type ShareGptRecord } from "../../bridge/tools/record/sft-export.js";
+import { readTrajectories, type RecordedEpisode } from "../../bridge/tools/record/trajectory-reader.js";
+import { TrajectoryWriter } from "../../bridge/tools/record/trajectory-writer.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
 

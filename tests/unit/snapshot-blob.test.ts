@@ -7,9 +7,9 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Dealer } from "zeromq";
 import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { BridgeServer } from "../../bridge/server/bridge-server.js";
-import { decodeSnapshotPayload, encodeSnapshotBlob, readSnapshotBlobHeader, type SnapshotBlobHeader, type SnapshotPayload } from "../../bridge/engine/snapshot-blob.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { BridgeServer } from "../../bridge/fronts/zmq/bridge-server.js";
+import { decodeSnapshotPayload, encodeSnapshotBlob, readSnapshotBlobHeader, type SnapshotBlobHeader, type SnapshotPayload } from "../../bridge/core/engine/snapshot-blob.js";
 import { decodeFrame, encodeFrame } from "../../protocol/codec.js";
 import { PROTOCOL_VERSION, RESULT_SCHEMAS } from "../../protocol/messages.js";
 

@@ -3,14 +3,17 @@
 // later one, and a fork given the same actions gives the same observations, rewards and hashes.
 import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { Episode, type StepResult } from "../../bridge/episode/episode.js";
-import { runJsCheck } from "../../bridge/episode/checker.js";
-import { pooledInstances } from "../../bridge/sandbox/sandbox.js";
-import { StateBase } from "../../bridge/state/state-base.js";
-import { EnvManifest } from "../../envs/bundle-schema.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
-import { EnvRegistry } from "../../envs/registry.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { Episode, type StepResult } from "../../bridge/core/episode/episode.js";
+import { runJsCheck } from "../../bridge/core/episode/checker.js";
+import { StateBase } from "../../bridge/core/state/state-base.js";
+import { EnvManifest } from "../../envs/format/bundle-schema.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
+import { EnvRegistry } from "../../envs/format/registry.js";
+import { fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 const ENVS = join(import.meta.dirname, "..", "..", "envs");
 
@@ -54,7 +57,7 @@ const wasmBytes = (e: Episode): Buffer => Buffer.from((e as unknown as { session
 describe("images and recycled instances", () => {
   const bundle = polluterBundle();
   const open = async (seed: number) => {
-    const e = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed, episodeId: `e${seed}` });
+    const e = new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed, episodeId: `e${seed}` });
     await e.reset();
     return e;
   };
@@ -70,7 +73,7 @@ describe("images and recycled instances", () => {
       expect(JSON.parse(content(await dirty.step({ name: "probe", arguments: {} })))).toMatchObject({ leaked: "string", counter: 1000, push: -1 });
       dirty.close();
     }
-    expect(pooledInstances().recycled).toBeGreaterThan(0);
+    expect(sandboxes.stats().recycled).toBeGreaterThan(0);
     const next = await open(7);
     expect(content(await next.step({ name: "probe", arguments: {} }))).toBe(fresh);
     expect(JSON.parse(fresh)).toMatchObject({ leaked: "undefined", counter: 0, push: 1, parse: "number", n: 1 });
@@ -83,13 +86,13 @@ describe("images and recycled instances", () => {
 
   test("a check's sandbox sees nothing of an earlier check's pollution", async () => {
     const base = StateBase.fromState({ k: 1 });
-    const { StateView } = await import("../../bridge/state/state-base.js");
+    const { StateView } = await import("../../bridge/core/state/state-base.js");
     const inputs = { initial: new StateView(base), final: new StateView(base), actions: [], messages: [] };
     const seed: [number, number, number, number] = [1, 2, 3, 4];
     const polluter = "() => { globalThis.leak = 1; Array.prototype.includes = () => true; return true; }";
     const probe = "() => typeof globalThis.leak === 'undefined' && [1].includes(2) === false";
-    for (let i = 0; i < 3; i++) expect(await runJsCheck(polluter, inputs, seed)).toEqual({ passed: true });
-    expect(await runJsCheck(probe, inputs, seed)).toEqual({ passed: true });
+    for (let i = 0; i < 3; i++) expect(await runJsCheck(sandboxes, polluter, inputs, seed)).toEqual({ passed: true });
+    expect(await runJsCheck(sandboxes, probe, inputs, seed)).toEqual({ passed: true });
   });
 
   test("a step costs what it writes: records created earlier are not reported again", async () => {
@@ -110,7 +113,7 @@ describe("snapshots and forks", () => {
   const bundle = polluterBundle();
 
   test("a fork continues exactly; a snapshot restores any number of times; the source is untouched", async () => {
-    const a = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: 3, episodeId: "a" });
+    const a = new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: 3, episodeId: "a" });
     await a.reset();
     await a.step({ name: "add", arguments: { id: "x" } });
     await a.step({ name: "probe", arguments: {} }); // advances RNG and clock
@@ -129,7 +132,7 @@ describe("snapshots and forks", () => {
     const fromA = await run(a);
     expect(await run(b)).toEqual(fromA);
     for (const id of ["c", "d"]) {
-      const c = await Episode.fromSnapshot({ bundle, scenario: bundle.scenario("p-1")!, episodeId: id }, snap);
+      const c = await Episode.fromSnapshot({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, episodeId: id }, snap);
       expect(await run(c)).toEqual(fromA);
       c.close();
     }
@@ -161,7 +164,7 @@ describe("fork determinism on every bundled reference solution", () => {
       return out;
     };
     for (let k = 0; k <= actions.length; k++) {
-      const source = new Episode({ bundle, scenario, seed: 11, episodeId: "src" });
+      const source = new Episode({ sandboxes, bundle, scenario, seed: 11, episodeId: "src" });
       await source.reset();
       for (const act of actions.slice(0, k)) if (!source.isDone) await source.step(act);
       if (source.isDone) {
@@ -224,17 +227,16 @@ describe("runtime: snapshot, fork and restore ops", () => {
 
 describe("dormant sandboxes", () => {
   test("a burst of resets builds the env image once and holds no more instances than the live limit", async () => {
-    const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
-    const { envImagesBuilt } = await import("../../bridge/episode/env-session.js");
-    setMaxLiveSandboxes(4);
+    const { envImagesBuilt } = await import("../../bridge/core/episode/env-session.js");
+    sandboxes.setMaxLive(4);
     try {
       const bundle = polluterBundle("burst-hash"); // an env this thread has no image of yet
       const before = envImagesBuilt();
-      const made = pooledInstances().instantiated;
-      const eps = Array.from({ length: 40 }, (_, i) => new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `burst${i}` }));
+      const made = sandboxes.stats().instantiated;
+      const eps = Array.from({ length: 40 }, (_, i) => new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `burst${i}` }));
       await Promise.all(eps.map((e) => e.reset()));
       expect(envImagesBuilt() - before).toBe(1);
-      const held = pooledInstances();
+      const held = sandboxes.stats();
       expect(held.live).toBeLessThanOrEqual(4);
       // instances made: the image builder's, the live ones and the few made ahead of time; not one per reset
       expect(held.instantiated - made).toBeLessThan(32);
@@ -242,58 +244,57 @@ describe("dormant sandboxes", () => {
       expect(probes.map(content)).toEqual(Array(40).fill("2"));
       for (const e of eps) e.close();
     } finally {
-      setMaxLiveSandboxes(256);
+      sandboxes.setMaxLive(256);
     }
   });
 
   test("warmEnv readies instances ahead: a burst of that many resets instantiates none on the way", async () => {
-    const { warmEnv } = await import("../../bridge/episode/env-session.js");
+    const { warmEnv } = await import("../../bridge/core/episode/env-session.js");
     // a memory cap of its own, so its pool holds only what this test made
     const base = polluterBundle("warm-hash");
     const burst = (bundle: EnvBundle, tag: string) => {
-      const eps = Array.from({ length: 12 }, (_, i) => new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `${tag}${i}` }));
+      const eps = Array.from({ length: 12 }, (_, i) => new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `${tag}${i}` }));
       return Promise.all(eps.map((e) => e.reset())).then(() => eps);
     };
     const capped = (mb: number, hash: string) => new EnvBundle(base.dir, EnvManifest.parse({ ...base.manifest, limits: { memory_mb: mb } }), base.source, base.defaultState, base.scenarios, hash);
 
     const cold = capped(37, "cold-hash");
-    let made = pooledInstances().instantiated;
+    let made = sandboxes.stats().instantiated;
     const coldEps = await burst(cold, "cold");
-    expect(pooledInstances().instantiated - made).toBeGreaterThan(8); // the image builder's, and about one per reset
+    expect(sandboxes.stats().instantiated - made).toBeGreaterThan(8); // the image builder's, and about one per reset
     coldEps.forEach((e) => e.close());
 
     const warm = capped(39, "warm2-hash");
-    await warmEnv(warm, 12);
-    expect(pooledInstances().fresh).toBeGreaterThanOrEqual(12);
-    made = pooledInstances().instantiated;
+    await warmEnv(sandboxes, warm, 12);
+    expect(sandboxes.stats().fresh).toBeGreaterThanOrEqual(12);
+    made = sandboxes.stats().instantiated;
     const warmEps = await burst(warm, "warm");
     // at most the pool's background top-up (4, plus what the burst took from it if the top-up ran
     // before the burst's last takes), never one per reset as in the cold burst above
-    expect(pooledInstances().instantiated - made).toBeLessThan(8);
+    expect(sandboxes.stats().instantiated - made).toBeLessThan(8);
     expect((await Promise.all(warmEps.map((e) => e.step({ name: "add", arguments: { id: "y" } })))).map(content)).toEqual(Array(12).fill("2"));
     warmEps.forEach((e) => e.close());
   });
 
   test("a sandbox that sleeps right after its reset sleeps as its recipe, without a capture, and wakes exactly as it was", async () => {
-    const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
-    setMaxLiveSandboxes(3);
+    sandboxes.setMaxLive(3);
     try {
       const bundle = polluterBundle("recipe-hash");
-      const before = pooledInstances().sleeps;
+      const before = sandboxes.stats().sleeps;
       const eps: Episode[] = [];
       for (let i = 0; i < 8; i++) {
-        const e = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `rc${i}` });
+        const e = new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `rc${i}` });
         await e.reset();
         eps.push(e);
       }
-      const after = pooledInstances().sleeps;
+      const after = sandboxes.stats().sleeps;
       // five of the eight went to sleep to make room, none of them copied
       expect(after.recipe - before.recipe).toBeGreaterThanOrEqual(5);
       expect(after.captured - before.captured).toBe(0);
       // each one woken (the image restored, its reset's ops run again) is its never-slept twin:
       // the same memory byte for byte, so the same RNG draws, clock and state
       for (const [i, e] of eps.entries()) {
-        const twin = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `rt${i}` });
+        const twin = new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `rt${i}` });
         await twin.reset();
         // (reading the memory wakes the sandbox)
         expect(Buffer.compare(wasmBytes(e), wasmBytes(twin))).toBe(0);
@@ -302,31 +303,30 @@ describe("dormant sandboxes", () => {
       }
       // a sandbox that ran a tool call sleeps by capture again
       await eps[0]!.step({ name: "add", arguments: { id: "z" } });
-      const more = Array.from({ length: 4 }, (_, i) => new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: 100 + i, episodeId: `rm${i}` }));
+      const more = Array.from({ length: 4 }, (_, i) => new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: 100 + i, episodeId: `rm${i}` }));
       for (const m of more) await m.reset();
-      expect(pooledInstances().sleeps.captured).toBeGreaterThan(after.captured);
+      expect(sandboxes.stats().sleeps.captured).toBeGreaterThan(after.captured);
       expect(JSON.parse(eps[0]!.stateJson()).items.z).toEqual({ n: 0, tags: ["new"] });
       for (const e of [...eps, ...more]) e.close();
     } finally {
-      setMaxLiveSandboxes(256);
+      sandboxes.setMaxLive(256);
     }
   });
 
   test("beyond the live limit, sandboxes sleep as images and wake exactly where they were", async () => {
-    const { setMaxLiveSandboxes } = await import("../../bridge/sandbox/sandbox.js");
-    setMaxLiveSandboxes(3);
+    sandboxes.setMaxLive(3);
     try {
       const bundle = polluterBundle();
       const eps: Episode[] = [];
       for (let i = 0; i < 8; i++) {
-        const e = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `d${i}` });
+        const e = new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: i, episodeId: `d${i}` });
         await e.reset();
         await e.step({ name: "add", arguments: { id: `x${i}` } });
         eps.push(e);
       }
-      expect(pooledInstances().live).toBeLessThanOrEqual(3);
+      expect(sandboxes.stats().live).toBeLessThanOrEqual(3);
       // every episode, woken in turn, goes on from its own state, RNG and clock
-      const twin = new Episode({ bundle, scenario: bundle.scenario("p-1")!, seed: 5, episodeId: "twin" });
+      const twin = new Episode({ sandboxes, bundle, scenario: bundle.scenario("p-1")!, seed: 5, episodeId: "twin" });
       await twin.reset();
       await twin.step({ name: "add", arguments: { id: "x5" } });
       const want = content(await twin.step({ name: "probe", arguments: {} }));
@@ -340,9 +340,9 @@ describe("dormant sandboxes", () => {
       const f = await eps[0]!.fork("f0");
       expect(JSON.parse(f.stateJson()).items.x0).toEqual({ n: 0, tags: ["new"] });
       for (const e of [...eps, twin, f]) e.close();
-      expect(pooledInstances().live).toBe(0);
+      expect(sandboxes.stats().live).toBe(0);
     } finally {
-      setMaxLiveSandboxes(256);
+      sandboxes.setMaxLive(256);
     }
   });
 });

@@ -1,11 +1,15 @@
 import { describe, expect, test } from "vitest";
-import { EnvSession, type CallOutcome } from "../../bridge/episode/env-session.js";
-import { StateBase } from "../../bridge/state/state-base.js";
-import { sameStateUpToNewIds } from "../../bridge/state/same-state-up-to-new-ids.js";
-import { bundleStateBase } from "../../bridge/state/bundle-state.js";
-import { sameState, StateTracker } from "../../bridge/state/state-tracker.js";
-import { EnvBundle } from "../../envs/load-bundle.js";
-import { EnvManifest } from "../../envs/bundle-schema.js";
+import { EnvSession, type CallOutcome } from "../../bridge/core/episode/env-session.js";
+import { StateBase } from "../../bridge/core/state/state-base.js";
+import { sameStateUpToNewIds } from "../../bridge/core/state/same-state-up-to-new-ids.js";
+import { bundleStateBase } from "../../bridge/core/state/bundle-state.js";
+import { sameState, StateTracker } from "../../bridge/core/state/state-tracker.js";
+import { EnvBundle } from "../../envs/format/load-bundle.js";
+import { EnvManifest } from "../../envs/format/bundle-schema.js";
+import { fileSandboxHost } from "../helpers.js";
+
+/** This file's episodes' and sessions' sandboxes (disposed after its tests). */
+const sandboxes = fileSandboxHost();
 
 const SOURCE = `class Big {
   get({ id }) { return this.rows[id] ?? null; }
@@ -55,7 +59,7 @@ function counting(base: StateBase): { base: StateBase; reads: () => number; bulk
 test("an enumerated collection comes in at once when small, and stays lazy when its records add up to over 1 MiB", async () => {
   const small = bigBundle(50);
   const a = counting(bundleStateBase(small));
-  const s = await EnvSession.open(small, a.base, { seed: 1 });
+  const s = await EnvSession.open(small, a.base, { seed: 1, sandboxes });
   expect(s.call("count", {})).toMatchObject({ json: "50" });
   expect([a.bulk(), a.reads()]).toEqual([1, 0]);
   expect(s.call("sum", {})).toMatchObject({ json: String((50 * 49) / 2) });
@@ -63,7 +67,7 @@ test("an enumerated collection comes in at once when small, and stays lazy when 
   s.dispose();
   const large = bigBundle(200, 10_000); // ~2 MB of records: listing keys must not pull them in
   const b = counting(bundleStateBase(large));
-  const t = await EnvSession.open(large, b.base, { seed: 1 });
+  const t = await EnvSession.open(large, b.base, { seed: 1, sandboxes });
   expect(t.call("count", {})).toMatchObject({ json: "200" });
   expect([b.bulk(), b.reads()]).toEqual([0, 0]);
   expect(t.call("bump", { id: "r3" }).diff).toContainEqual({ op: "replace", path: "/rows/r3/n", value: 4, old: 3 });
@@ -74,7 +78,7 @@ test("an enumerated collection comes in at once when small, and stays lazy when 
 test("a large state is not loaded or copied per episode: only touched records cross into the sandbox", async () => {
   const bundle = bigBundle(20_000); // ~5 MB of JSON
   const { base, reads } = counting(bundleStateBase(bundle));
-  const s = await EnvSession.open(bundle, base, { seed: 1 });
+  const s = await EnvSession.open(bundle, base, { seed: 1, sandboxes });
   expect(reads()).toBe(0);
   const out = s.call("bump", { id: "r123" });
   expect(out).toMatchObject({ kind: "result", json: "124", diff: [{ op: "replace", path: "/rows/r123/n", value: 124, old: 123 }, { op: "add", path: "/rows/r123/hist/0", value: 124 }] });
@@ -95,7 +99,7 @@ test("a large state is not loaded or copied per episode: only touched records cr
 
 test("the incremental state hash equals the hash of the whole state rebuilt from scratch", async () => {
   const bundle = bigBundle(50);
-  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
   s.call("bump", { id: "r1" });
   s.call("insert", { id: "new" });
   s.call("drop", { id: "r2" });
@@ -109,7 +113,7 @@ test("the incremental state hash equals the hash of the whole state rebuilt from
 
 test("a record mutated later through an alias is still tracked", async () => {
   const bundle = bigBundle(5);
-  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
   s.call("keep", { id: "r3" });
   const poke = s.call("poke", {});
   expect(poke.diff).toContainEqual({ op: "replace", path: "/rows/r3/n", value: -1, old: 3 });
@@ -119,7 +123,7 @@ test("a record mutated later through an alias is still tracked", async () => {
 
 test("the host's state is the guest's after every call: nested writes through references read, kept, aliased across records, copied, or assigned", async () => {
   const bundle = bigBundle(4, 1);
-  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
   const calls: [string, Record<string, unknown>][] = [
     ["push_hist", { id: "r0", v: 1 }], // a nested array reached by a read, written
     ["keep_hist", { id: "r1" }], // a nested array kept in an instance field...
@@ -157,7 +161,7 @@ test("an env that replaces the array iterator (or Object.keys) cannot hide its w
   // the prelude walks keys with indexed loops over functions it captured before env code ran
   const patched = `Array.prototype[Symbol.iterator] = function* () {}; Object.keys = () => [];\n${SOURCE}`;
   const bundle = bigBundle(3, 1, patched);
-  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+  const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
   const out = s.call("push_hist", { id: "r1", v: 9 });
   expect(out.diff).toEqual([{ op: "add", path: "/rows/r1/hist/0", value: 9 }]);
   expect(JSON.parse(s.stateJson()).rows.r1.hist).toEqual([9]);
@@ -166,13 +170,13 @@ test("an env that replaces the array iterator (or Object.keys) cannot hide its w
 
 test("replacing a whole collection is tracked, and equal end states compare equal", async () => {
   const bundle = bigBundle(5);
-  const a = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
-  const b = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 2 });
+  const a = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
+  const b = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 2, sandboxes });
   a.call("replace_all", {});
   expect(JSON.parse(a.stateJson()).rows).toEqual({ only: { n: 1, hist: [] } });
   expect(a.stateHash()).toBe(StateBase.fromState(JSON.parse(a.stateJson())).hash().hex());
   a.dispose();
-  const c = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 3 });
+  const c = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 3, sandboxes });
   b.call("bump", { id: "r0" });
   c.call("bump", { id: "r0" });
   expect(sameState(b.tracker.view, c.tracker.view)).toBe(true);
@@ -218,7 +222,7 @@ describe("an enumerated collection behaves as a lazy one", () => {
 
   test("keys in the state's own order, membership and descriptors, before and after enumeration", async () => {
     const bundle = scanBundle();
-    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
     // before any enumeration a key asked about alone is an accessor (nothing is read in for it); an
     // absent key has no descriptor
     expect(json(s.call("probe", { key: "a" }))).toEqual({ in: true, own: true, desc: ["configurable", "enumerable", "get", "set"], enumerable: true });
@@ -243,7 +247,7 @@ describe("an enumerated collection behaves as a lazy one", () => {
 
   test("a collection without array-index keys keeps its order when one is added after enumeration", async () => {
     const bundle = scanBundle({ b: { n: 1 }, a: { n: 2 } });
-    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
     expect(json(s.call("keys", {}))).toEqual(["b", "a"]);
     s.call("insert", { key: "5" });
     s.call("insert", { key: "c" });
@@ -256,7 +260,7 @@ describe("an enumerated collection behaves as a lazy one", () => {
 
   test("writes through values, entries and descriptors of an enumerated collection are tracked", async () => {
     const bundle = scanBundle();
-    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1 });
+    const s = await EnvSession.open(bundle, bundleStateBase(bundle), { seed: 1, sandboxes });
     s.call("keys", {}); // enumerated, nothing read
     // a write through an unread record's accessor descriptor
     expect(s.call("via_descriptor", { key: "b" }).diff).toEqual([{ op: "replace", path: "/rows/b/n", value: 99, old: 1 }]);

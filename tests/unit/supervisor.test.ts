@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { expect, test } from "vitest";
 import { curveKeyPair } from "zeromq";
-import { isLocalEndpoint, replicaEndpoint, Supervisor, type ConnectionInfo } from "../../bridge/server/supervisor.js";
+import { isLocalEndpoint, replicaEndpoint, Supervisor, type ConnectionInfo } from "../../bridge/fronts/zmq/supervisor.js";
 import { BridgeClient, BridgeError } from "../../agent/bridge-client.js";
 import { PROTOCOL_VERSION } from "../../protocol/messages.js";
 import { FIXTURES } from "../helpers.js";

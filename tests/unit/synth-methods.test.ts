@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
-import { checkBundleIsolated } from "../../bridge/check/check-isolated.js";
+import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
 import { LlmClient, type LlmEvent } from "../../synth/llm/llm-client.js";
 import { buildEnv, EnvPlan } from "../../synth/stages/build-env.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";

@@ -1,6 +1,6 @@
 import { expect, test } from "vitest";
-import { ToolValidator } from "../../bridge/episode/tool-validator.js";
-import type { ToolSchema } from "../../envs/bundle-schema.js";
+import { ToolValidator } from "../../bridge/core/episode/tool-validator.js";
+import type { ToolSchema } from "../../envs/format/bundle-schema.js";
 
 const tool = (name: string, parameters: Record<string, unknown>): ToolSchema => ({ type: "function", function: { name, description: name, parameters: parameters as ToolSchema["function"]["parameters"] } });
 

@@ -6,13 +6,13 @@ import { promisify } from "node:util";
 import { pino } from "pino";
 import { chromium } from "playwright-core";
 import { expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { episodePage } from "../../bridge/record/episode-page.js";
-import { replayAll } from "../../bridge/record/replay.js";
-import { filterProblem, selectForSft, toChat } from "../../bridge/record/sft-export.js";
-import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError } from "../../bridge/record/trajectory-reader.js";
-import { encodeRecord, RecordingUnavailableError, TRAJECTORY_FORMAT, TrajectoryWriter } from "../../bridge/record/trajectory-writer.js";
-import { Supervisor } from "../../bridge/server/supervisor.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { episodePage } from "../../bridge/tools/record/episode-page.js";
+import { replayAll } from "../../bridge/tools/record/replay.js";
+import { filterProblem, selectForSft, toChat } from "../../bridge/tools/record/sft-export.js";
+import { LEGACY_FORMAT, readTrajectories, TrajectoryFormatError } from "../../bridge/tools/record/trajectory-reader.js";
+import { encodeRecord, RecordingUnavailableError, TRAJECTORY_FORMAT, TrajectoryWriter } from "../../bridge/tools/record/trajectory-writer.js";
+import { Supervisor } from "../../bridge/fronts/zmq/supervisor.js";
 import { BridgeClient } from "../../agent/bridge-client.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
@@ -397,7 +397,7 @@ test.skipIf(!existsSync("/usr/bin/prlimit") && !existsSync("/bin/prlimit"))("a r
   const dir = tmp();
   const file = join(dir, "t.jsonl");
   const script = join(dir, "child.mts");
-  const writer = join(import.meta.dirname, "..", "..", "bridge", "record", "trajectory-writer.ts");
+  const writer = join(import.meta.dirname, "..", "..", "bridge", "tools", "record", "trajectory-writer.ts");
   writeFileSync(
     script,
     `import { TrajectoryWriter } from ${JSON.stringify(writer)};

@@ -6,9 +6,9 @@ import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, expect, test } from "vitest";
-import { readTrajectories } from "../../bridge/record/trajectory-reader.js";
-import { encodeRecord, TRAJECTORY_FORMAT } from "../../bridge/record/trajectory-writer.js";
-import { TrajectoryLibrary } from "../../bridge/ui/trajectory-library.js";
+import { readTrajectories } from "../../bridge/tools/record/trajectory-reader.js";
+import { encodeRecord, TRAJECTORY_FORMAT } from "../../bridge/tools/record/trajectory-writer.js";
+import { TrajectoryLibrary } from "../../bridge/fronts/ui/trajectory-library.js";
 import { FIXTURES } from "../helpers.js";
 import { recordEpisodes } from "../ui-fixtures.js";
 

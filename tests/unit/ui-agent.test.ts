@@ -4,7 +4,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
+import type { AgentPlayer } from "../../bridge/fronts/ui/agent-player.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
 
@@ -47,7 +49,7 @@ const ADD = { id: "call_1", type: "function" as const, function: { name: "add_no
 const FENCED = 'Now the old note.\n```json\n{"name": "delete_note", "arguments": {"note_id": "n1"}}\n```';
 
 beforeAll(async () => {
-  ui = await UiServer.start({ envs: [FIXTURES], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-agent-")), "none"), port: 0 });
+  ui = await UiServer.start({ envs: [FIXTURES], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-agent-")), "none"), port: 0, agentPlayer: new ModelAgentPlayer() });
 });
 
 afterAll(async () => {
@@ -181,7 +183,7 @@ describe("a model plays from the UI", () => {
     const user = await model(["# Reply:\nHi, how many notes do I have? I'm u3.", "# Reply:\nThanks! ###STOP###"]);
     const add = { id: "c1", type: "function" as const, function: { name: "add_note", arguments: JSON.stringify({ user_id: "u3", title: "x", body: "y" }) } };
     const m = await model([{ tool_calls: [add] }, "You have 1 note; I added 'x' for you."]);
-    const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-agent-")), "none"), port: 0, user: { baseURL: user.baseURL, apiKey: "x", model: "u", maxRetries: 0 } });
+    const conv = await UiServer.start({ envs: [FIXTURES], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-agent-")), "none"), port: 0, agentPlayer: new ModelAgentPlayer(), user: { baseURL: user.baseURL, apiKey: "x", model: "u", maxRetries: 0 } });
     const prev = ui;
     ui = conv;
     try {
@@ -198,6 +200,45 @@ describe("a model plays from the UI", () => {
     } finally {
       ui = prev;
       await conv.close();
+    }
+  });
+});
+
+describe("the UI plays agents only through the AgentPlayer it is given", () => {
+  test("any player can play the page's episode (here a scripted one, no model): its steps stream and its outcome ends the run", async () => {
+    const seen: string[] = [];
+    const scripted: AgentPlayer = {
+      async play(episode, game, hooks) {
+        seen.push(`${game.scenario_id}@${game.seed}`);
+        const r = (await episode("reset", { scenario_id: game.scenario_id, seed: game.seed })) as { session_id: string };
+        hooks.onThinking(1);
+        hooks.onReply(1, { latency_ms: 0, attempts: 1, usage: { prompt_tokens: 0, completion_tokens: 0 } });
+        await episode("step", { action: "Task Completed" });
+        return { episode_id: r.session_id, reward: 0.5, success: false, end_reason: "scripted", steps: 1, failures: [], usage: { prompt_tokens: 0, completion_tokens: 0 }, model_calls: 0, model_ms: 0, wall_ms: 0 };
+      },
+    };
+    const own = await UiServer.start({ envs: [FIXTURES], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-agent-")), "none"), port: 0, agentPlayer: scripted });
+    try {
+      const res = await fetch(new URL("/api/agent/start", own.url), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ page: "p", scenario_id: "notes-1", seed: 9, base_url: "http://127.0.0.1:9/v1", model: "none", timeout_s: 5 }) });
+      const { run_id } = (await res.json()) as { run_id: string };
+      const text = await (await fetch(new URL(`/api/agent/events?run_id=${run_id}`, own.url))).text();
+      const evs = text.split("\n\n").filter((b) => b.trim()).map((b) => JSON.parse(b.split("\n").find((l) => l.startsWith("data: "))!.slice(6)) as Json);
+      expect(seen).toEqual(["notes-1@9"]);
+      expect(evs.map((e) => e.type)).toEqual(["start", "thinking", "model", "step", "end"]);
+      expect(evs.at(-1)).toMatchObject({ stopped: false, outcome: { reward: 0.5, end_reason: "scripted" } });
+    } finally {
+      await own.close();
+    }
+  });
+
+  test("a UI started without a player refuses the agent form with a typed error", async () => {
+    const bare = await UiServer.start({ envs: [FIXTURES], trajectories: join(mkdtempSync(join(tmpdir(), "envscaler-ui-agent-")), "none"), port: 0 });
+    try {
+      const res = await fetch(new URL("/api/agent/start", bare.url), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ page: "p", scenario_id: "notes-1", base_url: "http://127.0.0.1:9/v1", model: "none" }) });
+      expect(res.status).toBe(501);
+      expect(await res.json()).toMatchObject({ error: { code: "no_agent" } });
+    } finally {
+      await bare.close();
     }
   });
 });

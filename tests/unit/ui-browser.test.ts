@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { ModelAgentPlayer } from "../../agent/ui-agent-player.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
@@ -57,7 +58,7 @@ describe.skipIf(!existsSync(CHROMIUM))(`the playground in headless Chromium (nee
     mkdirSync(ARTIFACTS, { recursive: true });
     const dir = mkdtempSync(join(tmpdir(), "envscaler-ui-browser-"));
     await recordEpisodes(join(dir, "traj", "t.jsonl"));
-    ui = await UiServer.start({ envs: [makeSynthRun(join(dir, "run")), HOSTILE, BUNDLED_ENVS], trajectories: join(dir, "traj"), port: 0, hardStopGraceMs: 300 });
+    ui = await UiServer.start({ envs: [makeSynthRun(join(dir, "run")), HOSTILE, BUNDLED_ENVS], trajectories: join(dir, "traj"), port: 0, hardStopGraceMs: 300, agentPlayer: new ModelAgentPlayer() });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"] });
     tab = watch(await browser.newPage({ viewport: { width: 1440, height: 900 } }));
     // everything the page loads comes from the UI's own server

@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
-import { UiServer } from "../../bridge/ui/ui-server.js";
+import { UiServer } from "../../bridge/fronts/ui/ui-server.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
 import { HOSTILE, NOTES_REF } from "../ui-fixtures.js";

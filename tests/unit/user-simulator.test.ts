@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { GREETING, OpenAIUserSimulator, outOfRole, parseUserReply, resolveUserConfig, STOP_MARKER } from "../../bridge/episode/user-simulator.js";
-import { userConfigFromArgs } from "../../cli/commands/serve.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { GREETING, OpenAIUserSimulator, outOfRole, parseUserReply, resolveUserConfig, STOP_MARKER } from "../../bridge/core/episode/user-simulator.js";
+import { userConfigFromArgs } from "../../cli/option-groups.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture } from "../openai-fixture.js";
 

@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, test } from "vitest";
-import { EnvRuntime } from "../../bridge/engine/env-runtime.js";
-import { addFuelChecks, FUEL_IMPORT, WasmRewriteError } from "../../bridge/sandbox/wasm-fuel.js";
+import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
+import { addFuelChecks, FUEL_IMPORT, WasmRewriteError } from "../../bridge/core/sandbox/wasm-fuel.js";
 import { FIXTURES } from "../helpers.js";
 
 const require = createRequire(import.meta.url);

@@ -7,7 +7,7 @@ the others.
 Orphans: the agent may be killed with SIGKILL (or its node removed), and then no Python code of
 ours runs. The child therefore asks the kernel for SIGKILL when its parent dies
 (``PR_SET_PDEATHSIG``, set between fork and exec), and the serve process's own replica child
-stops when its IPC channel to serve closes (bridge/server/replica-main.ts). Ray's
+stops when its IPC channel to serve closes (bridge/fronts/zmq/replica-main.ts). Ray's
 ``kill_child_processes_on_worker_exit`` covers the graceful exits on top.
 
 Secrets: serve writes its connection file (endpoint, server public key, and a client key pair it

@@ -1,0 +1,140 @@
+import type { Check } from "../../../envs/format/bundle-schema.js";
+import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
+import { OncePerKey } from "../sandbox/once-per-key.js";
+import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
+import { SandboxFault } from "../sandbox/sandbox-fault.js";
+import type { SandboxHost } from "../sandbox/sandbox-host.js";
+import { canonicalJson } from "../../../protocol/canonical-json.js";
+import type { StateView } from "../state/state-base.js";
+import { sameStateUpToNewIds } from "../state/same-state-up-to-new-ids.js";
+import { sameState } from "../state/state-tracker.js";
+
+/** One tool call as checks see it. */
+export interface ActionRecord {
+  name: string;
+  arguments: Record<string, unknown>;
+  /** The tool's return value (parsed JSON), when it returned. */
+  result?: unknown;
+  /** Why the call did not run or threw. */
+  error?: string;
+}
+
+export interface CheckResult {
+  index: number;
+  kind: Check["kind"];
+  description: string;
+  passed: boolean;
+  error?: string;
+}
+
+export interface CheckInputs {
+  initial: StateView;
+  final: StateView;
+  actions: ActionRecord[];
+  /** The agent's text messages to the user, in order. */
+  messages: string[];
+  /** The state the scenario's reference actions produce; needed by `reference_state` checks. */
+  reference?: () => Promise<StateView | { error: string }>;
+}
+
+/** Checks get less time and memory than envs: they only read state. */
+export const CHECK_LIMITS: SandboxLimits = { ...DEFAULT_LIMITS, memoryBytes: 128 * 1024 * 1024, callTimeoutMs: 1000 };
+
+/** Per thread and limits: a check-mode sandbox with nothing but the prelude, captured once (built once per burst, as env images are). */
+const checkImages = new OncePerKey<SandboxImage>();
+
+function checkImage(sandboxes: SandboxHost, limits: SandboxLimits): Promise<SandboxImage> {
+  return checkImages.get(JSON.stringify(limits), async () => {
+    const builder = await Sandbox.create(sandboxes, { mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
+    try {
+      return builder.capture(true);
+    } finally {
+      builder.dispose();
+    }
+  });
+}
+
+/**
+ * Runs a JS check in a fresh sandbox of its own: restored from an image of a check-mode machine that
+ * never held env code (in an instance whose every byte the restore overwrites), with read-only lazy
+ * views of the initial and final states. Nothing an env did to its own realm, and
+ * nothing an earlier check did, can change the verdict.
+ */
+export async function runJsCheck(sandboxes: SandboxHost, source: string, inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<{ passed: boolean; error?: string }> {
+  let sandbox: Sandbox | undefined;
+  try {
+    const hostRead = (op: string, scoped: string, id: string) => {
+      const slash = scoped.indexOf("/");
+      const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
+      return view.read(op, scoped.slice(slash + 1), id);
+    };
+    sandbox = await Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
+    const layouts = JSON.stringify({ initial: inputs.initial.layout(), final: inputs.final.layout() });
+    const extras = JSON.stringify({ actions: inputs.actions, messages: inputs.messages });
+    const out = sandbox.dispatch("check", source, layouts, extras);
+    if (!out.ok) return { passed: false, error: `${out.error.name}: ${out.error.message}` };
+    const { verdict, type } = out.value as { verdict: boolean | null; type: string };
+    if (verdict === null) return { passed: false, error: `the check returned ${type}, not a boolean` };
+    return { passed: verdict };
+  } catch (e) {
+    if (e instanceof SandboxFault) return { passed: false, error: `${e.code}: ${e.message}` };
+    if (e instanceof GuestEvalError) return { passed: false, error: e.message };
+    throw e;
+  } finally {
+    sandbox?.dispose();
+  }
+}
+
+/** tau-bench's rule: an output counts as said when it appears, case-insensitively and ignoring commas, in a message. */
+export function outputSaid(output: string, messages: string[]): boolean {
+  const needle = output.toLowerCase();
+  return messages.some((m) => m.toLowerCase().replace(/,/g, "").includes(needle));
+}
+
+/** Lists up to `limit` top-level paths where two views over the same base differ. */
+export function stateDifferences(a: StateView, b: StateView, limit = 5): string[] {
+  const out: string[] = [];
+  const keys = new Set<string>();
+  for (const v of [a, b]) for (const [coll, recs] of v.records) for (const id of recs.keys()) keys.add(`${coll}\u0000${id}`);
+  for (const k of keys) {
+    const [coll, id] = k.split("\u0000") as [string, string];
+    const x = a.record(coll, id);
+    const y = b.record(coll, id);
+    const cx = x === undefined ? "absent" : canonicalJson(JSON.parse(x));
+    const cy = y === undefined ? "absent" : canonicalJson(JSON.parse(y));
+    if (cx !== cy) out.push(`/${coll}/${id}`);
+    if (out.length >= limit) return out;
+  }
+  for (const key of new Set([...a.top.keys(), ...b.top.keys()])) {
+    const x = a.top.get(key);
+    const y = b.top.get(key);
+    const cx = typeof x === "string" ? canonicalJson(JSON.parse(x)) : x ? "*" : "absent";
+    const cy = typeof y === "string" ? canonicalJson(JSON.parse(y)) : y ? "*" : "absent";
+    if (cx !== cy) out.push(`/${key}`);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+/** Runs every check of a scenario. Never throws for a bad check: its result carries the error. */
+export async function runChecks(sandboxes: SandboxHost, checks: readonly Check[], inputs: CheckInputs, seed: [number, number, number, number]): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  for (const [index, check] of checks.entries()) {
+    const base = { index, kind: check.kind, description: check.description };
+    if (check.kind === "js") {
+      results.push({ ...base, ...(await runJsCheck(sandboxes, check.source, inputs, seed)) });
+    } else if (check.kind === "outputs") {
+      const missing = check.outputs.filter((o) => !outputSaid(o, inputs.messages));
+      results.push({ ...base, passed: missing.length === 0, ...(missing.length ? { error: `not said to the user: ${missing.map((m) => JSON.stringify(m)).join(", ")}` } : {}) });
+    } else {
+      const ref = inputs.reference ? await inputs.reference() : { error: "the scenario has no reference actions" };
+      if ("error" in ref) {
+        results.push({ ...base, passed: false, error: ref.error });
+      } else {
+        const same = check.match_new_ids ? sameStateUpToNewIds(inputs.final, ref) : sameState(inputs.final, ref);
+        results.push({ ...base, passed: same, ...(same ? {} : { error: `final state differs from the reference at ${stateDifferences(inputs.final, ref).join(", ")}` }) });
+      }
+    }
+  }
+  return results;
+}

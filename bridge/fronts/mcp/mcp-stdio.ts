@@ -1,0 +1,48 @@
+import type { Readable, Writable } from "node:stream";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { EnvRuntime } from "../../core/engine/env-runtime.js";
+import { InFlightGate } from "./in-flight-gate.js";
+import { McpEpisode, type EpisodeScore } from "./mcp-episode.js";
+import { createMcpServer } from "./mcp-surface.js";
+import type { ScenarioPicker } from "./scenario-picker.js";
+
+export interface StdioOptions {
+  runtime: EnvRuntime;
+  picker: ScenarioPicker;
+  seed?: number;
+  stdin?: Readable;
+  stdout?: Writable;
+}
+
+export interface StdioOutcome {
+  scenario_id: string | null;
+  seed: number | null;
+  /** Null when no episode was started. */
+  score: EpisodeScore | null;
+}
+
+/**
+ * One episode over stdio, for a local MCP client that starts this process (an IDE, an agent
+ * harness): the session is the process. When the client closes stdin the episode is finished
+ * and scored, and the outcome returned (the CLI prints it to stderr and --result-file).
+ */
+export async function serveStdio(options: StdioOptions): Promise<StdioOutcome> {
+  const stdin = options.stdin ?? process.stdin;
+  const episode = new McpEpisode("stdio", options.runtime, new InFlightGate(Number.MAX_SAFE_INTEGER), 1024);
+  const implicit = options.picker.implicit;
+  if (implicit !== undefined) await episode.start(implicit, options.seed);
+  const server = createMcpServer(episode, options.picker);
+  const closed = new Promise<void>((resolve) => (server.onclose = resolve));
+  const onEnd = () => void server.close();
+  stdin.once("end", onEnd);
+  stdin.once("close", onEnd);
+  await server.connect(new StdioServerTransport(stdin, options.stdout ?? process.stdout));
+  await closed;
+  let score: EpisodeScore | null = null;
+  try {
+    if (episode.started) score = await episode.finish();
+  } finally {
+    await episode.close();
+  }
+  return { scenario_id: episode.started?.scenario_id ?? null, seed: episode.started?.seed ?? null, score };
+}
