@@ -182,6 +182,26 @@ def test_a_timestamp_is_refused_in_every_encoding_and_place(ts):
             unpackb(frame)
 
 
+def test_a_0xff_outside_a_timestamp_keeps_the_fast_decode(monkeypatch):
+    # -1, a 32-bit seed, a float: 0xff bytes that are no timestamp's type byte decode without the
+    # checked path (a reset's seed would otherwise send 1 reply in 60 there, a fork group's all 64)
+    import envscaler.protocol as protocol
+
+    frame = msgpack.packb({"seed": 0xFF00FFFF, "n": -1, "f": -1.0000000000000002, "s": "\u00ff"})
+    assert b"\xff" in frame
+    monkeypatch.setattr(protocol, "_unpackb_checked", lambda data: pytest.fail("took the checked decode"))
+    assert unpackb(frame) == msgpack.unpackb(frame)
+
+
+@pytest.mark.parametrize("ts", _TIMESTAMP_ENCODINGS)
+def test_a_timestamp_after_other_0xff_bytes_is_still_refused(ts):
+    # a timestamp behind 0xff bytes that are not one (and behind more than the look-ahead checks one by one)
+    for ints in (1, 40):
+        frame = b"\x92" + msgpack.packb([0xFF00FFFF] * ints) + bytes.fromhex(ts)
+        with pytest.raises(CodecError, match="timestamp"):
+            unpackb(frame)
+
+
 @pytest.mark.parametrize(
     "key_hex",
     ["01", "c0", "c3", "cb3ff0000000000000", "9101", "80", "c400", "c40161", "c5000161", "c600000000", "c60000000161"],
