@@ -144,9 +144,13 @@ def _check_outgoing(value: Any) -> None:
             stack.extend(item for item in v if type(item) not in _SCALARS)
 
 
-def packb(value: Any) -> bytes:
-    """Encodes one frame: the modern str/bin distinction, doubles for floats, no extension types."""
-    _check_outgoing(value)
+def packb(value: Any, checked: bool = False) -> bytes:
+    """Encodes one frame: the modern str/bin distinction, doubles for floats, no extension types.
+
+    ``checked=True``: the caller has already checked every value in it (``_check_outgoing``, or
+    :func:`packb` of each part), so the walk over it is not done again."""
+    if not checked:
+        _check_outgoing(value)
     try:
         frame: bytes = msgpack.packb(value, use_bin_type=True, strict_types=False, datetime=False)
         return frame

@@ -437,11 +437,14 @@ class EnvScalerVectorEnv(VectorEnv):
         wire: dict[int, Any] = {}
         size: dict[int, int] = {}
         refused: dict[int, BridgeError] = {}
+        small_limit: dict[int, int] = {}  # per replica, the frame limit of a small action (asked once per call)
         for i in live:
             action = plain_action(actions[i])
-            if action is None and not self._supports(self.replica_of[i], "null_action"):
-                refused[i] = error_for("bad_request", "the action is None (this bridge refuses a null action)")
-                continue
+            if action is None:
+                small_limit.clear()  # _supports may ask the replica's hello, which can change its frame limit
+                if not self._supports(self.replica_of[i], "null_action"):
+                    refused[i] = error_for("bad_request", "the action is None (this bridge refuses a null action)")
+                    continue
             if isinstance(action, str):  # the common case, sized without encoding it twice
                 n = (len(action) if action.isascii() else 4 * len(action)) + 16  # an upper bound for UTF-8
             else:
@@ -450,7 +453,14 @@ class EnvScalerVectorEnv(VectorEnv):
                 except CodecError as e:
                     refused[i] = error_for("bad_request", f"the action cannot be sent: {e}")
                     continue
-            limit = self._frame_limit(self.replica_of[i], n + _ENTRY_OVERHEAD) - _FRAME_SLACK
+            r = self.replica_of[i]
+            if n + _ENTRY_OVERHEAD <= _ALWAYS_FITS:  # the common case: the same answer for every small action
+                limit = small_limit.get(r, -1)
+                if limit < 0:
+                    limit = small_limit[r] = self._frame_limit(r, n + _ENTRY_OVERHEAD) - _FRAME_SLACK
+            else:
+                limit = self._frame_limit(r, n + _ENTRY_OVERHEAD) - _FRAME_SLACK
+                small_limit.clear()  # that may have asked a replica's hello, which can change the answer
             if n > limit:
                 refused[i] = error_for("too_large", f"the action is {n} bytes encoded, over what one request frame holds ({limit} of max_frame_bytes {limit + _FRAME_SLACK}); it was not sent")
                 continue
@@ -495,7 +505,7 @@ class EnvScalerVectorEnv(VectorEnv):
         sendable = [i for i in live if i in wire]
         # every batch goes out before any reply is awaited: the replicas step in parallel, and a
         # replica answers its first chunk while it works on the next (STEP_BATCH_CHUNK)
-        batches = [(envs, self._try_submit(r, "step_batch", steps=[{"session_id": sessions[i], "action": wire[i]} for i in envs])) for r, envs in self._batches(sendable, size)]
+        batches = [(envs, self._try_submit(r, "step_batch", checked=True, steps=[{"session_id": sessions[i], "action": wire[i]} for i in envs])) for r, envs in self._batches(sendable, size)]
         try:
             scenarios, seeds = self._draw(to_reset, {}, None)
             reset_results = self._reset_many(to_reset, scenarios, seeds) if to_reset else {}

@@ -147,6 +147,22 @@ def test_errors_pickle_with_their_class():
     assert type(e) is protocol.SessionLost and e.message == "gone"
 
 
+def test_packb_checked_skips_only_the_walk(monkeypatch):
+    # checked=True is for parts the caller encoded already: the same bytes, and no second walk
+    import envscaler.protocol as protocol
+
+    value = {"v": 2, "id": 1, "op": "step_batch", "steps": [{"session_id": "s", "action": {"name": "t", "arguments": {"a": [1, 2.5, None]}}}]}
+    assert packb(value, checked=True) == packb(value) == msgpack.packb(value, use_bin_type=True)
+    with pytest.raises(CodecError):
+        packb({1: "x"})  # unchecked: refused as before
+    walks: list = []
+    monkeypatch.setattr(protocol, "_check_outgoing", walks.append)
+    packb(value, checked=True)
+    assert walks == []
+    packb(value)
+    assert walks == [value]
+
+
 def test_codec_refuses_to_send_non_string_keys():
     with pytest.raises(CodecError):
         packb({1: "x"})
