@@ -144,9 +144,13 @@ def _check_outgoing(value: Any) -> None:
             stack.extend(item for item in v if type(item) not in _SCALARS)
 
 
-def packb(value: Any) -> bytes:
-    """Encodes one frame: the modern str/bin distinction, doubles for floats, no extension types."""
-    _check_outgoing(value)
+def packb(value: Any, checked: bool = False) -> bytes:
+    """Encodes one frame: the modern str/bin distinction, doubles for floats, no extension types.
+
+    ``checked=True``: the caller has already checked every value in it (``_check_outgoing``, or
+    :func:`packb` of each part), so the walk over it is not done again."""
+    if not checked:
+        _check_outgoing(value)
     try:
         frame: bytes = msgpack.packb(value, use_bin_type=True, strict_types=False, datetime=False)
         return frame
@@ -156,11 +160,22 @@ def packb(value: Any) -> bytes:
 
 def _may_hide_a_bad_value(data: bytes) -> bool:
     """Whether ``data`` might hold what the fast decode lets through: a timestamp (extension type
-    -1, which msgpack decodes itself instead of calling ext_hook; its encodings all have the byte
-    0xff, which valid UTF-8 never has) or an empty bytes key (a bin header 0xc4-0xc6 and a zero
-    length). Single-byte searches only: CPython searches two-byte needles far slower than memchr."""
-    if b"\xff" in data:
-        return True
+    -1, which msgpack decodes itself instead of calling ext_hook) or an empty bytes key (a bin
+    header 0xc4-0xc6 and a zero length). A timestamp's type byte 0xff (a byte valid UTF-8 never
+    has) follows an extension header at a fixed distance (fixext 0xd4-0xd8 right before it, ext8
+    0xc7 two bytes before, ext16 0xc8 three, ext32 0xc9 five), so a 0xff elsewhere (in an integer:
+    -1, a seed, an id) does not send the frame to the slow decode; a frame with many 0xff bytes
+    (binary data) does, without looking further. Single-byte searches only: CPython searches
+    two-byte needles far slower than memchr."""
+    at = data.find(b"\xff")
+    seen = 0
+    while at >= 0:
+        seen += 1
+        if seen > _MAX_FF_LOOKS:
+            return True
+        if (at >= 1 and 0xD4 <= data[at - 1] <= 0xD8) or (at >= 2 and data[at - 2] == 0xC7) or (at >= 3 and data[at - 3] == 0xC8) or (at >= 5 and data[at - 5] == 0xC9):
+            return True
+        at = data.find(b"\xff", at + 1)
     for header in (b"\xc4", b"\xc5", b"\xc6"):
         at = data.find(header)
         while at >= 0:
@@ -168,6 +183,10 @@ def _may_hide_a_bad_value(data: bytes) -> bool:
                 return True
             at = data.find(header, at + 1)
     return False
+
+
+#: 0xff bytes looked at one by one before a frame is decoded the checked way without looking further.
+_MAX_FF_LOOKS = 16
 
 
 def unpackb(data: bytes) -> Any:

@@ -298,18 +298,23 @@ class EnvScalerVectorEnv(VectorEnv):
         except (BridgeNotRunning, RuntimeError) as e:  # nothing listens there; a closed client
             return SessionLost(str(e))
 
-    def _reset_failed(self, i: int, error: BridgeError, infos: dict[str, Any]) -> dict[str, Any]:
-        """Sub-env ``i``'s reset failed: it holds no episode and is reset again at the next step."""
+    def _reset_failed(self, i: int, error: BridgeError) -> dict[str, Any]:
+        """Sub-env ``i``'s reset failed: it holds no episode and is reset again at the next step.
+        Returns its info."""
         self.episodes[i].failed()
         self._obs[i] = error_observation(error.code, error.message)
         self._autoreset[i] = True
-        return self._add_info(infos, {"error": {"code": error.code, "message": error.message}}, i)
+        return {"error": {"code": error.code, "message": error.message}}
 
-    def _begin(self, i: int, result: dict[str, Any], scenario: str, infos: dict[str, Any]) -> dict[str, Any]:
-        """Sub-env ``i`` starts the episode of a reset ``result``; returns ``infos`` with its info added."""
+    def _begin(self, i: int, result: dict[str, Any], scenario: str) -> dict[str, Any]:
+        """Sub-env ``i`` starts the episode of a reset ``result``; returns its info."""
         self._obs[i], info = self.episodes[i].begin(result, scenario)
         self._autoreset[i] = False
-        return self._add_info(infos, info, i)
+        return info
+
+    def _reset_infos(self, results: dict[int, dict[str, Any] | BridgeError], scenarios: dict[int, str]) -> list[tuple[int, dict[str, Any]]]:
+        """Each reset sub-env's ``(index, info)``, its episode begun (or its reset failed)."""
+        return [(i, self._reset_failed(i, r) if isinstance(r, BridgeError) else self._begin(i, r, scenarios[i])) for i, r in results.items()]
 
     def _draw(self, which: Sequence[int], options: dict[str, Any], seed: int | Sequence[int] | None) -> tuple[dict[int, str], dict[int, int]]:
         chosen = options.get("scenario_ids")
@@ -345,19 +350,62 @@ class EnvScalerVectorEnv(VectorEnv):
             else:
                 array = vector_infos.get(key)
                 if array is None:
-                    kind = type(value)
-                    if kind in (int, float, bool) or issubclass(kind, np.number):
-                        array = np.zeros(n, dtype=kind)
-                    elif isinstance(value, np.ndarray):
-                        array = np.zeros((n, *value.shape), dtype=value.dtype)
-                    else:
-                        array = np.full(n, fill_value=None, dtype=object)
+                    array = self._info_array(value)
                 array[env_num] = value
             mask_key = f"_{key}"
             mask = vector_infos.get(mask_key)
             if mask is None:
                 mask = np.zeros(n, dtype=np.bool_)
             mask[env_num] = True
+            vector_infos[key], vector_infos[mask_key] = array, mask
+        return vector_infos
+
+    def _info_array(self, value: Any) -> np.ndarray:
+        """The array gymnasium makes for an info key whose first value is ``value``."""
+        kind = type(value)
+        if kind in (int, float, bool) or issubclass(kind, np.number):
+            return np.zeros(self.num_envs, dtype=kind)
+        if isinstance(value, np.ndarray):
+            return np.zeros((self.num_envs, *value.shape), dtype=value.dtype)
+        return np.full(self.num_envs, fill_value=None, dtype=object)
+
+    def _add_infos(self, vector_infos: dict[str, Any], rows: Sequence[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+        """``_add_info`` of every ``(env_num, info)`` in ``rows``, in order, with the same result
+        (arrays, dtypes, masks, key order; tested against gymnasium's), built a key at a time: one
+        look-up and one mask write per key instead of per key and sub-env (a 64-env step adds ~9
+        keys per sub-env, a reset ~15)."""
+        columns: dict[str, list[tuple[int, Any]]] = {}
+        for env_num, info in rows:
+            for key, value in info.items():
+                column = columns.get(key)
+                if column is None:
+                    columns[key] = column = []
+                column.append((env_num, value))
+        if any(type(key) is not str or key.startswith("_") for key in columns):
+            # a key that looks like another key's mask: only the one-by-one order gives gymnasium's result
+            for env_num, info in rows:
+                vector_infos = self._add_info(vector_infos, info, env_num)
+            return vector_infos
+        n = self.num_envs
+        for key, column in columns.items():
+            dicts = [isinstance(v, dict) for _, v in column]
+            if key == "final_obs" or not any(dicts):
+                array = vector_infos.get(key)
+                if array is None:
+                    array = np.full(n, fill_value=None, dtype=object) if key == "final_obs" else self._info_array(column[0][1])
+                for env_num, value in column:
+                    array[env_num] = value
+            elif all(dicts):
+                array = self._add_infos(vector_infos.get(key, {}), column)
+            else:  # a key that is a dict for some sub-envs only: one by one, as gymnasium does
+                for env_num, value in column:
+                    vector_infos = self._add_info(vector_infos, {key: value}, env_num)
+                continue
+            mask_key = f"_{key}"
+            mask = vector_infos.get(mask_key)
+            if mask is None:
+                mask = np.zeros(n, dtype=np.bool_)
+            mask[[env_num for env_num, _ in column]] = True
             vector_infos[key], vector_infos[mask_key] = array, mask
         return vector_infos
 
@@ -380,10 +428,7 @@ class EnvScalerVectorEnv(VectorEnv):
         which = [i for i in range(self.num_envs) if mask is None or bool(mask[i])]
         scenarios, seeds = self._draw(which, options, seed)
         results = self._reset_many(which, scenarios, seeds)
-        infos: dict[str, Any] = {}
-        for i in which:
-            r = results[i]
-            infos = self._reset_failed(i, r, infos) if isinstance(r, BridgeError) else self._begin(i, r, scenarios[i], infos)
+        infos = self._add_infos({}, self._reset_infos({i: results[i] for i in which}, scenarios))
         return self._obs.copy(), infos
 
     def _encode_actions(self, live: Sequence[int], actions: Sequence[Any]) -> tuple[dict[int, Any], dict[int, int], dict[int, BridgeError]]:
@@ -392,11 +437,14 @@ class EnvScalerVectorEnv(VectorEnv):
         wire: dict[int, Any] = {}
         size: dict[int, int] = {}
         refused: dict[int, BridgeError] = {}
+        small_limit: dict[int, int] = {}  # per replica, the frame limit of a small action (asked once per call)
         for i in live:
             action = plain_action(actions[i])
-            if action is None and not self._supports(self.replica_of[i], "null_action"):
-                refused[i] = error_for("bad_request", "the action is None (this bridge refuses a null action)")
-                continue
+            if action is None:
+                small_limit.clear()  # _supports may ask the replica's hello, which can change its frame limit
+                if not self._supports(self.replica_of[i], "null_action"):
+                    refused[i] = error_for("bad_request", "the action is None (this bridge refuses a null action)")
+                    continue
             if isinstance(action, str):  # the common case, sized without encoding it twice
                 n = (len(action) if action.isascii() else 4 * len(action)) + 16  # an upper bound for UTF-8
             else:
@@ -405,7 +453,14 @@ class EnvScalerVectorEnv(VectorEnv):
                 except CodecError as e:
                     refused[i] = error_for("bad_request", f"the action cannot be sent: {e}")
                     continue
-            limit = self._frame_limit(self.replica_of[i], n + _ENTRY_OVERHEAD) - _FRAME_SLACK
+            r = self.replica_of[i]
+            if n + _ENTRY_OVERHEAD <= _ALWAYS_FITS:  # the common case: the same answer for every small action
+                limit = small_limit.get(r, -1)
+                if limit < 0:
+                    limit = small_limit[r] = self._frame_limit(r, n + _ENTRY_OVERHEAD) - _FRAME_SLACK
+            else:
+                limit = self._frame_limit(r, n + _ENTRY_OVERHEAD) - _FRAME_SLACK
+                small_limit.clear()  # that may have asked a replica's hello, which can change the answer
             if n > limit:
                 refused[i] = error_for("too_large", f"the action is {n} bytes encoded, over what one request frame holds ({limit} of max_frame_bytes {limit + _FRAME_SLACK}); it was not sent")
                 continue
@@ -445,13 +500,12 @@ class EnvScalerVectorEnv(VectorEnv):
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminated = np.zeros(self.num_envs, dtype=np.bool_)
         truncated = np.zeros(self.num_envs, dtype=np.bool_)
-        infos: dict[str, Any] = {}
 
         wire, size, refused = self._encode_actions(live, actions)
         sendable = [i for i in live if i in wire]
         # every batch goes out before any reply is awaited: the replicas step in parallel, and a
         # replica answers its first chunk while it works on the next (STEP_BATCH_CHUNK)
-        batches = [(envs, self._try_submit(r, "step_batch", steps=[{"session_id": sessions[i], "action": wire[i]} for i in envs])) for r, envs in self._batches(sendable, size)]
+        batches = [(envs, self._try_submit(r, "step_batch", checked=True, steps=[{"session_id": sessions[i], "action": wire[i]} for i in envs])) for r, envs in self._batches(sendable, size)]
         try:
             scenarios, seeds = self._draw(to_reset, {}, None)
             reset_results = self._reset_many(to_reset, scenarios, seeds) if to_reset else {}
@@ -478,14 +532,13 @@ class EnvScalerVectorEnv(VectorEnv):
                 else:
                     error = entry.get("error") or {}
                     outcome[i] = self._step_failed(str(error.get("code", "internal_error")), str(error.get("message", "")))
+        rows: list[tuple[int, dict[str, Any]]] = []
         for i in live:
             self._obs[i], rewards[i], terminated[i], truncated[i], info = self.episodes[i].ended(outcome[i])
-            infos = self._add_info(infos, info, i)
+            rows.append((i, info))
             self._autoreset[i] = bool(terminated[i] or truncated[i])
-
-        for i, r in reset_results.items():
-            infos = self._reset_failed(i, r, infos) if isinstance(r, BridgeError) else self._begin(i, r, scenarios[i], infos)
-        return self._obs.copy(), rewards, terminated, truncated, infos
+        rows += self._reset_infos(reset_results, scenarios)
+        return self._obs.copy(), rewards, terminated, truncated, self._add_infos({}, rows)
 
     @staticmethod
     def _step_failed(code: str, message: str) -> StepTuple:

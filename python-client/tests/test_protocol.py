@@ -147,6 +147,22 @@ def test_errors_pickle_with_their_class():
     assert type(e) is protocol.SessionLost and e.message == "gone"
 
 
+def test_packb_checked_skips_only_the_walk(monkeypatch):
+    # checked=True is for parts the caller encoded already: the same bytes, and no second walk
+    import envscaler.protocol as protocol
+
+    value = {"v": 2, "id": 1, "op": "step_batch", "steps": [{"session_id": "s", "action": {"name": "t", "arguments": {"a": [1, 2.5, None]}}}]}
+    assert packb(value, checked=True) == packb(value) == msgpack.packb(value, use_bin_type=True)
+    with pytest.raises(CodecError):
+        packb({1: "x"})  # unchecked: refused as before
+    walks: list = []
+    monkeypatch.setattr(protocol, "_check_outgoing", walks.append)
+    packb(value, checked=True)
+    assert walks == []
+    packb(value)
+    assert walks == [value]
+
+
 def test_codec_refuses_to_send_non_string_keys():
     with pytest.raises(CodecError):
         packb({1: "x"})
@@ -178,6 +194,26 @@ def test_a_timestamp_is_refused_in_every_encoding_and_place(ts):
         b"\x91" + ts_bytes,  # a list item
         b"\x81\xa1a\x92\x01" + ts_bytes,  # deeper
     ):
+        with pytest.raises(CodecError, match="timestamp"):
+            unpackb(frame)
+
+
+def test_a_0xff_outside_a_timestamp_keeps_the_fast_decode(monkeypatch):
+    # -1, a 32-bit seed, a float: 0xff bytes that are no timestamp's type byte decode without the
+    # checked path (a reset's seed would otherwise send 1 reply in 60 there, a fork group's all 64)
+    import envscaler.protocol as protocol
+
+    frame = msgpack.packb({"seed": 0xFF00FFFF, "n": -1, "f": -1.0000000000000002, "s": "\u00ff"})
+    assert b"\xff" in frame
+    monkeypatch.setattr(protocol, "_unpackb_checked", lambda data: pytest.fail("took the checked decode"))
+    assert unpackb(frame) == msgpack.unpackb(frame)
+
+
+@pytest.mark.parametrize("ts", _TIMESTAMP_ENCODINGS)
+def test_a_timestamp_after_other_0xff_bytes_is_still_refused(ts):
+    # a timestamp behind 0xff bytes that are not one (and behind more than the look-ahead checks one by one)
+    for ints in (1, 40):
+        frame = b"\x92" + msgpack.packb([0xFF00FFFF] * ints) + bytes.fromhex(ts)
         with pytest.raises(CodecError, match="timestamp"):
             unpackb(frame)
 

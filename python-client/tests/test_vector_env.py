@@ -192,3 +192,46 @@ def test_add_info_builds_what_gymnasiums_does():
                 assert [repr(x) for x in a[k].tolist()] == [repr(x) for x in b[k].tolist()], k
 
     same(build(ours), build(theirs))
+
+
+def test_add_infos_builds_what_gymnasiums_does_one_by_one():
+    # the step's and reset's infos are added a key at a time (_add_infos); the result must be what
+    # gymnasium's _add_info gives called sub-env by sub-env in the same order, also for keys that
+    # are dicts for some sub-envs only, keys that look like masks, and a vector_infos given non-empty
+    ours = EnvScalerVectorEnv.__new__(EnvScalerVectorEnv, "tcp://127.0.0.1:1")
+    ours.num_envs = 6
+    theirs = VectorEnv()
+    theirs.num_envs = 6
+    tables = [
+        [
+            (2, {"step": 1, "tool_calls": [{"id": "c1"}], "diff": [], "observation": {"role": "tool", "content": "x", "tool_results": [{"content": "x"}]}}),
+            (0, {"step": 2.5, "error": {"code": "too_large", "message": "m"}, "refused": True, "final_obs": {"a": 1}}),
+            (5, {"step": 3, "reward_info": {"passed": 1, "checks": [1]}, "flag": np.bool_(True), "vec": np.arange(2.0), "observation": {"role": "user"}}),
+            (1, {"reward_info": {"passed": 0.5}, "final_obs": "b", "flag": False, "vec": np.ones(2), "n": np.int32(7), "none": None}),
+            (4, {}),
+        ],
+        [(0, {"mixed": {"a": 1}}), (3, {"mixed": 2}), (4, {"mixed": {"b": "x"}, "other": 1})],
+        [(1, {"x": 1, "_x": "looks like a mask"}), (2, {"x": 2.0})],
+    ]
+    for rows in tables:
+        start = {"kept": np.array([1, 2, 3, 4, 5, 6]), "_kept": np.ones(6, dtype=np.bool_)}
+
+        def one_by_one(env, rows=rows, start=start):
+            out = {k: v.copy() for k, v in start.items()}
+            for i, info in rows:
+                out = env._add_info(out, info, i)
+            return out
+
+        def same(a, b):
+            assert list(a) == list(b)
+            for k in a:
+                if isinstance(a[k], dict):
+                    same(a[k], b[k])
+                elif isinstance(a[k], np.ndarray):
+                    assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape, k
+                    assert [repr(x) for x in a[k].tolist()] == [repr(x) for x in b[k].tolist()], k
+                else:  # gymnasium's own oddity (a key that is a dict for some sub-envs only) kept as is
+                    assert repr(a[k]) == repr(b[k]), k
+
+        together = ours._add_infos({k: v.copy() for k, v in start.items()}, rows)
+        same(together, one_by_one(theirs))

@@ -86,11 +86,13 @@ def _none_unencodable_and_refused(vec):
     actions[1] = None  # an unreadable action like any other: the bridge's invalid_action observation
     actions[2] = object()  # cannot be encoded at all: refused before sending
     actions[4] = "y" * 5000  # fits a frame, but the bridge refuses it (max_action_bytes) in its batch entry
+    actions[7] = {"name": "add_note", "arguments": {1: "x"}}  # encodable by msgpack, forbidden by the protocol (a non-string key)
     obs, _, terminated, truncated, infos = vec.step(actions)
     assert json.loads(obs[1])["error"]["type"] == "invalid_action" and infos["step"][1] == 1
     assert _error_code(infos, 2) == "bad_request" and json.loads(obs[2])["error"]["type"] == "bad_request"
     assert _error_code(infos, 4) == "too_large" and "max-action-bytes" in json.loads(obs[4])["error"]["message"]
-    for i in (0, 3, 5, 6, 7):
+    assert _error_code(infos, 7) == "bad_request" and "not a string" in json.loads(obs[7])["error"]["message"]
+    for i in (0, 3, 5, 6):
         assert json.loads(obs[i])["success"] is True
     assert not terminated.any() and not truncated.any()
 
