@@ -48,3 +48,19 @@ export function notHandedOver(id: number, e: unknown): { id: number; ok: false; 
   const why = e instanceof Error ? e.message : String(e);
   return { id, ok: false, error: { code: "bad_request", message: `the request could not be handed to its engine (${why}); nothing ran` } };
 }
+
+/**
+ * Registers a request being posted in its engine's `pending` map, counted in flight on its episode
+ * until its reply comes; returns the promise that reply settles. Both engines post through it, so
+ * the accounting a restore relies on (what is unanswered, per episode) is the same for both.
+ */
+export function track<O extends EngineOp>(pending: Map<number, Pending>, id: number, episode: EpisodeRecord, op: O, fields: RequestFields<O>): Promise<ReplyOf<O>> {
+  episode.inFlight = (episode.inFlight ?? 0) + 1;
+  return new Promise<ReplyOf<O>>((answer) => {
+    const resolve = (r: ReplyOf<O>) => {
+      episode.inFlight!--;
+      answer(r);
+    };
+    pending.set(id, { op, fields, episode, resolve });
+  });
+}

@@ -1,6 +1,6 @@
 import type { EnvRegistry } from "../../../envs/format/registry.js";
 import type { CallMonitor } from "../sandbox/sandbox-host.js";
-import { notHandedOver, type Engine, type Pending } from "./engine.js";
+import { notHandedOver, track, type Engine, type Pending } from "./engine.js";
 import { EngineHost } from "./engine-host.js";
 import type { EngineOp, EngineReply, ReplyOf, RequestFields } from "./messages.js";
 import type { EpisodeRecord } from "./records.js";
@@ -27,19 +27,13 @@ export class InThreadEngine implements Engine {
 
   post<O extends EngineOp>(episode: EpisodeRecord, op: O, fields: RequestFields<O>): Promise<ReplyOf<O>> {
     const id = this.nextId++;
-    episode.inFlight = (episode.inFlight ?? 0) + 1;
-    return new Promise<ReplyOf<O>>((answer) => {
-      const resolve = (r: ReplyOf<O>) => {
-        episode.inFlight!--;
-        answer(r);
-      };
-      this.pending.set(id, { op, fields, episode, resolve });
-      try {
-        this.host.accept({ id, op, episode: episode.id, slot: episode.slot, ...fields });
-      } catch (e) {
-        this.answer(notHandedOver(id, e));
-      }
-    });
+    const reply = track(this.pending, id, episode, op, fields);
+    try {
+      this.host.accept({ id, op, episode: episode.id, slot: episode.slot, ...fields });
+    } catch (e) {
+      this.answer(notHandedOver(id, e));
+    }
+    return reply;
   }
 
   private answer(reply: EngineReply): void {

@@ -1,5 +1,5 @@
 import type { Worker } from "node:worker_threads";
-import { notHandedOver, type Engine, type Pending } from "./engine.js";
+import { notHandedOver, track, type Engine, type Pending } from "./engine.js";
 import type { EngineOp, EngineReply, ReplyOf, RequestFields, RequestOf } from "./messages.js";
 import type { EpisodeRecord } from "./records.js";
 import { DeadlineBoard } from "./watchdog.js";
@@ -56,16 +56,10 @@ export class WorkerEngine implements Engine {
 
   post<O extends EngineOp>(episode: EpisodeRecord, op: O, fields: RequestFields<O>): Promise<ReplyOf<O>> {
     const id = this.nextId++;
-    episode.inFlight = (episode.inFlight ?? 0) + 1;
-    return new Promise<ReplyOf<O>>((answer) => {
-      const resolve = (r: ReplyOf<O>) => {
-        episode.inFlight!--;
-        answer(r);
-      };
-      this.pending.set(id, { op, fields, episode, resolve });
-      this.outbox.push({ id, op, episode: episode.id, slot: episode.slot, ...fields });
-      if (this.outbox.length === 1) setImmediate(() => this.flush());
-    });
+    const reply = track(this.pending, id, episode, op, fields);
+    this.outbox.push({ id, op, episode: episode.id, slot: episode.slot, ...fields });
+    if (this.outbox.length === 1) setImmediate(() => this.flush());
+    return reply;
   }
 
   /**
