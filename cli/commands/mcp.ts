@@ -27,6 +27,7 @@ interface McpArgs extends UserArgs {
   maxInFlight: number;
   maxQueuedPerSession: number;
   maxBodyBytes: number;
+  requestTimeout: number;
   hardStopGraceMs: number;
   maxRestartsPerMinute: number;
   maxSnapshots: number;
@@ -54,6 +55,7 @@ export const mcpCommand: CommandModule<object, McpArgs> = {
       .option("allow-host", { type: "string", array: true, default: [], describe: "Host header name accepted besides loopback names and the bound address (repeatable)" })
       .option("max-queued-per-session", { type: "number", default: 16, describe: "tool calls waiting on one session; more get an overloaded tool error" })
       .option("max-body-bytes", { type: "number", default: 4 << 20, describe: "largest request body" })
+      .option("request-timeout", { type: "number", default: 120, describe: "seconds a whole HTTP request (headers and body) may take to arrive; a slower one gets 408 and its connection is closed" })
       .option("connection-file", { type: "string", describe: "write the URLs and the control token here (mode 0600) once serving" })
       .option("result-file", { type: "string", describe: "--stdio: write the episode's score here when the client disconnects" }) as unknown as Argv<McpArgs>,
   handler: async (args: ArgumentsCamelCase<McpArgs>) => {
@@ -93,7 +95,7 @@ export const mcpCommand: CommandModule<object, McpArgs> = {
         allowedOrigins: args.allowOrigin,
         allowedHosts: args.allowHost,
         seed: args.seed,
-        limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxInFlight: args.maxInFlight, maxQueuedPerSession: args.maxQueuedPerSession, maxBodyBytes: args.maxBodyBytes },
+        limits: { maxSessions: args.maxSessions, idleTimeoutS: args.idleTimeout, maxInFlight: args.maxInFlight, maxQueuedPerSession: args.maxQueuedPerSession, maxBodyBytes: args.maxBodyBytes, requestTimeoutMs: positiveSeconds("--request-timeout", args.requestTimeout) * 1000 },
         logger: log,
       });
       const url = await server.start();
@@ -116,3 +118,9 @@ export const mcpCommand: CommandModule<object, McpArgs> = {
     }
   },
 };
+
+/** A flag's value in seconds, refused unless a positive number (0 or a negative would turn the cut-off off or make every request late). */
+function positiveSeconds(flag: string, value: number): number {
+  if (!(value > 0) || !Number.isFinite(value)) throw new Error(`${flag} must be a positive number of seconds; got ${value}`);
+  return value;
+}

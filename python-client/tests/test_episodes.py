@@ -50,6 +50,7 @@ def test_hello_list_envs_list_scenarios(bridge1):
             "max_batch",
             "max_sessions_per_client",
             "max_action_bytes",
+            "max_action_depth",
             "max_calls_per_action",
             "max_episode_input_bytes",
             "max_snapshots_per_episode",
@@ -57,6 +58,7 @@ def test_hello_list_envs_list_scenarios(bridge1):
             "max_snapshot_blob_bytes",
             "quarantine_after",
         }
+        assert hello["limits"]["max_action_depth"] == 64  # the nesting an action's arguments may have, however they arrive
         assert {"snapshot", "fork", "restore", "drop_snapshot", "export_snapshot", "import_snapshot"} <= set(hello["ops"])
         envs = {e["env_id"]: e for e in c.list_envs()}
         assert {"notes-v1", "library-v1"} <= set(envs)

@@ -1,6 +1,9 @@
 // Issue 32: the HTTP fronts bound how long a request may take to arrive (set explicitly, not
 // Node's 300 s), and a client that aborts its upload is logged as a client abort, not an error.
+import { spawn, spawnSync } from "node:child_process";
 import { connect, type Socket } from "node:net";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, test } from "vitest";
@@ -57,3 +60,23 @@ test("an aborted upload is logged as a client abort, not as an internal error", 
   expect(mine.map((l) => l.msg)).toContain("client aborted the request");
   expect(mine.filter((l) => l.level >= 50)).toEqual([]);
 });
+
+test("`envscaler mcp --request-timeout` sets the cut-off (reported by /control/stats); 0 is refused naming the flag", async () => {
+  const cli = join(import.meta.dirname, "..", "..", "cli", "main.ts");
+  const refused = spawnSync(process.execPath, ["--import", "tsx", cli, "mcp", "--envs", FIXTURES, "--port", "0", "--no-record", "--request-timeout", "0"], { encoding: "utf8" });
+  expect(refused.status).not.toBe(0);
+  expect(refused.stderr).toContain("--request-timeout must be a positive number of seconds");
+  const child = spawn(process.execPath, ["--import", "tsx", cli, "mcp", "--envs", FIXTURES, "--port", "0", "--no-record", "--request-timeout", "1.5"], { stdio: ["ignore", "pipe", "ignore"] });
+  try {
+    const line = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout }).on("line", (l) => { if (l.startsWith("{")) resolve(l); });
+      child.once("exit", (code) => reject(new Error(`mcp exited (${code}) before serving`)));
+    });
+    const info = JSON.parse(line) as { control: string; control_token: string };
+    const stats = await fetch(`${info.control.replace(/\/$/, "")}/stats`, { headers: { authorization: `Bearer ${info.control_token}` } });
+    expect(stats.status).toBe(200);
+    expect(((await stats.json()) as { limits: { request_timeout_s: number } }).limits.request_timeout_s).toBe(1.5);
+  } finally {
+    child.kill("SIGTERM");
+  }
+}, 60_000);

@@ -3,6 +3,7 @@ import { EnvRegistry } from "../../../envs/format/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
 import { openingTools } from "../episode/opening-tools.js";
 import { MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
+import { MAX_ACTION_DEPTH } from "../episode/action-limits.js";
 import { EnginePool } from "./engine-pool.js";
 import { EpisodeTable } from "./episode-table.js";
 import type { RequestFields } from "./messages.js";
@@ -277,9 +278,10 @@ export class EnvRuntime {
   }
 
   /** The episode limits in force (defaults filled in), as `hello` reports them. */
-  limits(): { max_action_bytes: number; max_calls_per_action: number; max_episode_input_bytes: number; max_snapshots_per_episode: number; max_snapshot_bytes: number; quarantine_after: number } {
+  limits(): { max_action_bytes: number; max_action_depth: number; max_calls_per_action: number; max_episode_input_bytes: number; max_snapshots_per_episode: number; max_snapshot_bytes: number; quarantine_after: number } {
     const o = this.options;
     return {
+      max_action_depth: MAX_ACTION_DEPTH,
       max_calls_per_action: MAX_CALLS_PER_ACTION,
       max_action_bytes: o.maxActionBytes ?? 1 << 20,
       max_episode_input_bytes: o.maxEpisodeInputBytes ?? 64 << 20,

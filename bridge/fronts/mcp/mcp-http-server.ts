@@ -392,7 +392,10 @@ export class McpHttpServer {
       reaped: this.counters.reaped,
       refused: this.counters.refused,
       results_kept: this.results.size,
-      limits: { max_sessions: this.limits.maxSessions, idle_timeout_s: this.limits.idleTimeoutS, max_in_flight: this.limits.maxInFlight, max_queued_per_session: this.limits.maxQueuedPerSession, max_body_bytes: this.limits.maxBodyBytes },
+      limits: {
+        max_sessions: this.limits.maxSessions, idle_timeout_s: this.limits.idleTimeoutS, max_in_flight: this.limits.maxInFlight,
+        max_queued_per_session: this.limits.maxQueuedPerSession, max_body_bytes: this.limits.maxBodyBytes, request_timeout_s: this.limits.requestTimeoutMs / 1000,
+      },
       runtime: this.options.runtime.stats(),
     }),
   };
