@@ -14,7 +14,11 @@
 set -uo pipefail
 N=${1:?N lines} OUT=${2:?out dir} URL=${3:?base url} MODEL=${4:-qwen2.5-coder-1.5b}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DATA=${API_BANK:-$ROOT/../shared/datasets/api-bank/lv3-train.json}
+DATA=${API_BANK:-}
+for d in "$ROOT/../shared" "$ROOT/../../shared"; do # a clone beside shared/, or a worktree in wt/
+  [ -z "$DATA" ] && [ -f "$d/datasets/api-bank/lv3-train.json" ] && DATA=$d/datasets/api-bank/lv3-train.json
+done
+[ -n "$DATA" ] || { echo "no ../shared/datasets/api-bank/lv3-train.json (set API_BANK)" >&2; exit 2; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 cd "$ROOT"
@@ -24,7 +28,7 @@ import { writeFileSync } from "node:fs";
 const [data, n, out] = process.argv.slice(1);
 const t = [...new Set(readTaskTexts(data, "api-bank"))].filter((x) => !prefilterReason(x)).slice(0, Number(n));
 writeFileSync(out, t.map((x) => JSON.stringify({ task: x })).join("\n") + "\n");
-' "$DATA" "$N" "$OUT/tasks.jsonl"
+' "$DATA" "$N" "$OUT/tasks.jsonl" || exit 2
 export OPENAI_API_KEY=${OPENAI_API_KEY:-sk-local}
 common=(--out "$OUT" --base-url "$URL" --model "$MODEL" --concurrency 2 --timeout "${TIMEOUT:-1800}" --max-retries 1
   --max-tokens "${MAX_TOKENS:-2048}" --json-mode "${JSON_MODE:-schema}" --rounds "${ROUNDS:-4}"
