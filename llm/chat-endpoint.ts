@@ -1,4 +1,5 @@
 import OpenAI from "openai";
+import { Agent, fetch as undiciFetch } from "undici";
 import type { Usage } from "./chat.js";
 import { EndpointError } from "./endpoint-error.js";
 
@@ -56,6 +57,8 @@ function wait(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+type SdkFetch = NonNullable<NonNullable<ConstructorParameters<typeof OpenAI>[0]>["fetch"]>;
+
 /**
  * One OpenAI-compatible chat endpoint, tried with the project's one retry loop: every caller (the
  * agent, the simulated user, synth) gets the same timeout, the same notion of what is retried and
@@ -64,9 +67,24 @@ function wait(ms: number, signal?: AbortSignal): Promise<void> {
  */
 export class ChatEndpoint {
   private readonly client: OpenAI;
+  /**
+   * The connection pool the requests go through, its header and body timeouts at this endpoint's
+   * timeout. Node's own fetch gives up on a reply whose headers take over 300 s whatever the SDK's
+   * timeout says, and a non-streamed completion sends no header until it is done: a small CPU model
+   * taking 5+ minutes was cut at 300 s and asked again while the server kept generating the first.
+   */
+  readonly agent: Agent;
+  /** The timeouts `agent` was made with (undici keeps its options private). @unit ms */
+  readonly connectionTimeouts: { headersTimeout: number; bodyTimeout: number };
 
   constructor(readonly options: ChatEndpointOptions) {
-    this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey, maxRetries: 0, timeout: options.timeoutMs });
+    // a little past the request's own timeout, so the SDK's timeout (counted and reported) fires first
+    const t = options.timeoutMs + 5_000;
+    this.connectionTimeouts = { headersTimeout: t, bodyTimeout: t };
+    this.agent = new Agent(this.connectionTimeouts);
+    // undici's own fetch with that pool (Node's global fetch is a bundled undici that takes no pool of another version)
+    const fetch = ((url: string, init?: object) => undiciFetch(url, { ...init, dispatcher: this.agent })) as unknown as SdkFetch;
+    this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey, maxRetries: 0, timeout: options.timeoutMs, fetch });
   }
 
   /** Which endpoint and model an error is about: a run may talk to an agent and a user endpoint. */

@@ -75,3 +75,20 @@ test("the simulated user reads the scheme: the old USER_OPENAI_* names still wor
   expect(resolveUserConfig({}, env)).toMatchObject({ baseURL: "http://alias/v1", apiKey: "old-key", timeoutMs: 30_000, maxRetries: 1 });
   expect(resolveUserConfig({}, { ...env, ENVSCALER_USER_TIMEOUT: "5", ENVSCALER_USER_BASE_URL: "http://own/v1" })).toMatchObject({ baseURL: "http://own/v1", timeoutMs: 5000 });
 });
+
+test("the connection's header and body timeouts follow the endpoint's timeout past Node's 300 s (a slow CPU model's reply was cut there and asked again)", async () => {
+  const slow = new ChatEndpoint({ baseURL: "http://127.0.0.1:9/v1", apiKey: "k", timeoutMs: 1_800_000, maxRetries: 0 });
+  expect(slow.connectionTimeouts.headersTimeout).toBeGreaterThan(1_800_000);
+  expect(slow.connectionTimeouts.bodyTimeout).toBeGreaterThan(1_800_000);
+  await slow.agent.close();
+  // and the requests go through that pool: a completion is answered over it
+  const ep = await endpointOver([{ content: "through the pool" }], { maxRetries: 0 });
+  let dispatched = 0;
+  const dispatch = ep.agent.dispatch.bind(ep.agent);
+  ep.agent.dispatch = (opts, handler) => {
+    dispatched++;
+    return dispatch(opts, handler);
+  };
+  expect((await ep.complete(body)).response.choices[0]?.message.content).toBe("through the pool");
+  expect(dispatched).toBe(1);
+});
