@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--model", required=True, help="a Hugging Face folder or a recipe model folder (RUN/models/sft, RUN/models/grpo)")
     ap.add_argument("--name", required=True, help="the run's name under RUN/eval/ (base, sft, grpo)")
     ap.add_argument("--envs", nargs="*", default=None, help="env ids (default: the split's held-out envs)")
-    ap.add_argument("--envs-dir", type=Path, default=None, help="bundles to serve (default: the split's)")
+    ap.add_argument("--envs-dir", type=Path, default=None, help="a folder of bundles to serve (default: the split's)")
     ap.add_argument("--scenarios", nargs="*", default=None, help="scenario ids or globs (default: the task scenarios of --envs)")
     ap.add_argument("--per-env", type=int, default=0, help="only the first N task scenarios of each env (0: all)")
     ap.add_argument("--trials", type=int, default=2, help="seeds 0..N-1 per scenario (pass^k for k <= N)")
@@ -146,16 +146,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seed", type=int, default=0, help="torch's sampling seed")
     args = ap.parse_args(argv)
 
-    import envscaler
     import torch
+
+    import envscaler
 
     t0 = time.monotonic()
     out = args.run / "eval" / args.name
     shutil.rmtree(out / "trajectories", ignore_errors=True)
     split = load_split(args.run)
-    envs_dir = args.envs_dir or Path(split["envs_dir"])
+    envs_dirs = [args.envs_dir] if args.envs_dir else split["envs_dirs"]
     env_ids = args.envs or split["held_out"]
-    with envscaler.launch(envs=bundle_dirs(env_ids, envs_dir), record_dir=out / "trajectories") as bridge:
+    with envscaler.launch(envs=bundle_dirs(env_ids, envs_dirs), record_dir=out / "trajectories") as bridge:
         listed = envscaler.BridgeClient(bridge.endpoints[0]).list_scenarios()
         if args.scenarios:
             chosen = [s for s in listed if any(s["scenario_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p) for p in args.scenarios)]

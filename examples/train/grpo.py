@@ -58,7 +58,14 @@ class BridgeMeter:
             finally:
                 meter._add(time.monotonic() - t)
             with meter.lock:
-                meter._live[id(ep)] = {"scenario_id": scenario_id, "env_id": ep.info.get("env_id"), "seed": seed, "start_hash": ep.info.get("state_hash"), "end_hash": ep.info.get("state_hash"), "tool_calls": []}
+                meter._live[id(ep)] = {
+                    "scenario_id": scenario_id,
+                    "env_id": ep.info.get("env_id"),
+                    "seed": seed,
+                    "start_hash": ep.info.get("state_hash"),
+                    "end_hash": ep.info.get("state_hash"),
+                    "tool_calls": [],
+                }
             return out
 
         def step(ep: Any, action: Any) -> Any:
@@ -122,13 +129,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
-    import envscaler
-    from envscaler.adapters.trl import TRLEnvironments, use_fenced_tool_calls
     from peft import LoraConfig
+    from recipe_common import load_split
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from recipe_common import load_split
+    import envscaler
+    from envscaler.adapters.trl import TRLEnvironments, use_fenced_tool_calls
 
     t0 = time.monotonic()
     split = load_split(args.run)
@@ -161,7 +168,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             s = steps[-1]
             log(f"grpo: step {s['step']} {s['seconds']:.0f} s (bridge {s['bridge_seconds']:.2f} s), rewards {rewards}")
 
-    with envscaler.launch(envs=bundle_dirs(split["train"], Path(split["envs_dir"])), replicas=args.replicas, record_dir=out_dir / "trajectories") as bridge, TRLEnvironments(bridge, envs=split["train"]) as envs:
+    with (
+        envscaler.launch(envs=bundle_dirs(split["train"], split["envs_dirs"]), replicas=args.replicas, record_dir=out_dir / "trajectories") as bridge,
+        TRLEnvironments(bridge, envs=split["train"]) as envs,
+    ):
         patterns = args.scenarios or [s for e in split["train"] for s in split["task_scenarios"].get(e, [])]
         dataset = envs.dataset(patterns, seeds=range(args.seeds)).shuffle(seed=args.seed)
         log(f"grpo: {len(dataset)} rows (scenario x seed) from {len(patterns)} scenario patterns")
@@ -183,9 +193,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             seed=args.seed,
         )
         lora = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], task_type="CAUSAL_LM")
-        trainer = GRPOTrainer(
-            model=model, args=config, train_dataset=dataset, processing_class=tok, environment_factory=envs.factories, peft_config=lora, callbacks=[StepClock()]
-        )
+        trainer = GRPOTrainer(model=model, args=config, train_dataset=dataset, processing_class=tok, environment_factory=envs.factories, peft_config=lora, callbacks=[StepClock()])
         with meter:
             t_train = time.monotonic()
             trainer.train()

@@ -34,7 +34,7 @@ def untouched_scores(split: dict[str, Any], pairs: set[tuple[str, int]], env_ids
     out: dict[tuple[str, int], dict[str, Any]] = {}
     if not pairs:
         return out
-    with envscaler.launch(envs=bundle_dirs(env_ids, Path(split["envs_dir"]))) as bridge:
+    with envscaler.launch(envs=bundle_dirs(env_ids, split["envs_dirs"])) as bridge:
         client = envscaler.BridgeClient(bridge.endpoints[0])
         try:
             for sid, seed in sorted(pairs):
@@ -116,7 +116,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             },
         }
         s = report["sources"][name]
-        log(f"hackability {name}: {s['episodes']} episodes, {s['reward_at_least_threshold']} with reward >= {args.threshold}: {s['no_state_change']} without any state change, {s['unearned']} mostly unearned")
+        log(
+            f"hackability {name}: {s['episodes']} episodes, {s['reward_at_least_threshold']} with reward >= {args.threshold}: "
+            f"{s['no_state_change']} without any state change, {s['unearned']} mostly unearned"
+        )
     write_json(args.run / "hackability.json", report)
     return report
 

@@ -4,8 +4,8 @@ the bridge (recorded), then ``envscaler export chat`` of the records.
     python examples/train/make_sft_data.py --run runs/recipe [--seeds 2]
 
 The reference actions are played by ``envscaler.rollout`` with a policy that answers each turn with
-the next reference call (an assistant message with ``tool_calls``) and ends with the agent's
-``Task Completed``, so the records are exactly the conversations an agent would have had. Only
+the next reference call (an assistant message with ``tool_calls``) and ends with the scenario's
+reference reply (or the agent's ``Task Completed`` where it has none), so the records are exactly the conversations an agent would have had. Only
 episodes scoring 1 are kept (``--min-reward 1``), and the system message is the rollout agent's
 prompt (``--system-prompt agent``), the same opening GRPO and the evaluation give the model.
 
@@ -26,13 +26,14 @@ from typing import Any
 from recipe_common import bundle_dirs, bundled_scenarios, envscaler_cli, load_split, log, read_jsonl, write_json
 
 
-def reference_policy(actions: list[dict[str, Any]]) -> Any:
+def reference_policy(actions: list[dict[str, Any]], final: Sequence[str]) -> Any:
     from envscaler.agent import TASK_DONE
 
     def policy(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Any:
         i = sum(m["role"] == "assistant" for m in messages)
         if i >= len(actions):
-            return TASK_DONE
+            # the scenario's reference reply when it has one (checks on the agent's last message read it)
+            return "\n".join(final) if final else TASK_DONE
         a = actions[i]
         return {"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{i}", "type": "function", "function": {"name": a["name"], "arguments": json.dumps(a["arguments"])}}]}
 
@@ -51,11 +52,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     out = args.run / "sft"
     traj = out / "trajectories"
     shutil.rmtree(traj, ignore_errors=True)
-    scenarios = [s for s in bundled_scenarios(split["train"], Path(split["envs_dir"])) if s.get("mode", "task") == "task" and s.get("reference_actions")]
+    scenarios = [s for s in bundled_scenarios(split["train"], split["envs_dirs"]) if s.get("mode", "task") == "task" and s.get("reference_actions")]
     played: list[dict[str, Any]] = []
-    with envscaler.launch(envs=bundle_dirs(split["train"], Path(split["envs_dir"])), record_dir=traj) as bridge:
+    with envscaler.launch(envs=bundle_dirs(split["train"], split["envs_dirs"]), record_dir=traj) as bridge:
         for s in scenarios:
-            results = asyncio.run(envscaler.rollout(bridge, reference_policy(s["reference_actions"]), [s["id"]], trials=args.seeds, seed=0, mode="fc"))
+            results = asyncio.run(envscaler.rollout(bridge, reference_policy(s["reference_actions"], s.get("reference_messages") or []), [s["id"]], trials=args.seeds, seed=0, mode="fc"))
             played += [{"scenario_id": s["id"], "seed": r.seed, "reward": r.reward, "steps": r.steps, "end_reason": r.end_reason} for r in results]
     log(f"sft data: played {len(played)} reference episodes, {sum(p['reward'] >= 1 for p in played)} scored 1")
     printed = envscaler_cli("export", "chat", str(traj), "-o", str(out / "sft.jsonl"), "--min-reward", "1", "--system-prompt", "agent")

@@ -27,6 +27,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     steps: list[dict[str, Any]] = read_json(args.run / "grpo" / "log.json")["steps"]
     evals = [(n, read_json(args.run / "eval" / n / "results.json")) for n in args.evals if (args.run / "eval" / n / "results.json").is_file()]
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     for s in steps:
         ax1.scatter([s["step"]] * len(s["rewards"]), s["rewards"], s=12, color="0.6", zorder=1)
     ax1.errorbar(xs, means, yerr=sds, color="C0", marker="o", capsize=3, zorder=2, label="group mean +- sd")
+    ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax1.set_xlabel("GRPO step")
     ax1.set_ylabel("episode reward (bridge)")
     ax1.set_ylim(-0.05, 1.05)

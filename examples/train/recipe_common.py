@@ -84,30 +84,35 @@ def envscaler_cli(*args: str) -> str:
     return r.stdout + r.stderr
 
 
-def bundled_scenarios(env_ids: Sequence[str], envs_dir: Path = BUNDLED_ENVS) -> list[dict[str, Any]]:
-    """The scenarios (with their reference actions) of the given envs, read from their bundles."""
-    out: list[dict[str, Any]] = []
-    for manifest in sorted(envs_dir.glob("*/manifest.json")):
-        env_id = read_json(manifest).get("env_id") or read_json(manifest).get("id")
-        if env_id in env_ids:
-            out += read_json(manifest.parent / "scenarios.json")
+def _manifests(envs_dirs: Sequence[str | Path]) -> list[tuple[str, Path]]:
+    """(env id, bundle folder) of every bundle in the given folders of bundles."""
+    out = []
+    for d in envs_dirs:
+        for manifest in sorted(Path(d).glob("*/manifest.json")):
+            m = read_json(manifest)
+            out.append((str(m.get("env_id") or m.get("id")), manifest.parent))
     return out
 
 
-def bundle_dirs(env_ids: Sequence[str], envs_dir: Path = BUNDLED_ENVS) -> list[str]:
+def bundled_scenarios(env_ids: Sequence[str], envs_dirs: Sequence[str | Path] = (BUNDLED_ENVS,)) -> list[dict[str, Any]]:
+    """The scenarios (with their reference actions) of the given envs, read from their bundles."""
+    out: list[dict[str, Any]] = []
+    for env_id, folder in _manifests(envs_dirs):
+        if env_id in env_ids:
+            out += read_json(folder / "scenarios.json")
+    return out
+
+
+def bundle_dirs(env_ids: Sequence[str], envs_dirs: Sequence[str | Path] = (BUNDLED_ENVS,)) -> list[str]:
     """The bundle folders of the given env ids (a bridge serving only them)."""
-    dirs = [str(m.parent) for m in sorted(envs_dir.glob("*/manifest.json")) if str(read_json(m).get("env_id") or read_json(m).get("id")) in env_ids]
+    dirs = [str(folder) for env_id, folder in _manifests(envs_dirs) if env_id in env_ids]
     if len(dirs) != len(set(env_ids)):
-        raise SystemExit(f"not every env of {list(env_ids)} has a bundle in {envs_dir}")
+        raise SystemExit(f"not every env of {list(env_ids)} has a bundle in {[str(d) for d in envs_dirs]}")
     return dirs
 
 
-def env_ids_of(envs_dir: Path = BUNDLED_ENVS) -> list[str]:
-    ids = []
-    for manifest in sorted(envs_dir.glob("*/manifest.json")):
-        m = read_json(manifest)
-        ids.append(str(m.get("env_id") or m.get("id")))
-    return ids
+def env_ids_of(envs_dirs: Sequence[str | Path] = (BUNDLED_ENVS,)) -> list[str]:
+    return [env_id for env_id, _ in _manifests(envs_dirs)]
 
 
 # ---------------------------------------------------------------------------------------------- models

@@ -31,12 +31,27 @@ TIME = "/usr/bin/time"
 def stage_commands(a: argparse.Namespace) -> list[tuple[str, list[str]]]:
     run, py = str(a.run), [sys.executable]
     thr = ["--threads", str(a.threads)]
-    ev = ["--trials", str(a.trials), "--per-env", str(a.eval_per_env), "--max-steps", str(a.max_steps), "--max-new-tokens", str(a.max_new_tokens), "--temperature", str(a.eval_temperature), "--concurrency", str(a.concurrency), *thr]
-    held = ["--held-out", *a.held_out] if a.held_out else []
+    ev = [
+        "--trials",
+        str(a.trials),
+        "--per-env",
+        str(a.eval_per_env),
+        "--max-steps",
+        str(a.max_steps),
+        "--max-new-tokens",
+        str(a.max_new_tokens),
+        "--temperature",
+        str(a.eval_temperature),
+        "--concurrency",
+        str(a.concurrency),
+        *thr,
+    ]
+    held = (["--held-out", *a.held_out] if a.held_out else []) + (["--envs-dir", *a.envs_dir] if a.envs_dir else [])
     stages = [
         ("split", [*py, str(HERE / "split_envs.py"), "--run", run, *held]),
         ("sft-data", [*py, str(HERE / "make_sft_data.py"), "--run", run, "--seeds", str(a.sft_seeds)]),
-        ("sft", [*py, str(HERE / "sft.py"), "--run", run, "--model", a.model, "--max-steps", str(a.sft_steps), "--grad-accum", str(a.sft_grad_accum), "--max-length", str(a.sft_max_length), "--lr", str(a.sft_lr), *thr]),
+        ("sft", [*py, str(HERE / "sft.py"), "--run", run, "--model", a.model, "--max-steps", str(a.sft_steps), "--grad-accum", str(a.sft_grad_accum),
+                 "--max-length", str(a.sft_max_length), "--lr", str(a.sft_lr), *thr]),
         ("grpo", [*py, str(HERE / "grpo.py"), "--run", run, "--model", str(a.run / "models" / "sft"), "--max-steps", str(a.grpo_steps), "--num-generations", str(a.num_generations),
                   "--max-completion-length", str(a.max_new_tokens), "--max-tool-calls", str(a.max_steps), "--lr", str(a.grpo_lr), "--seeds", str(a.grpo_seeds), *thr]),
         ("eval-base", [*py, str(HERE / "eval_model.py"), "--run", run, "--model", a.model, "--name", "base", *ev]),
@@ -64,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", type=Path, required=True)
     ap.add_argument("--model", required=True, help="the base model: a Hugging Face folder")
+    ap.add_argument("--envs-dir", nargs="+", default=None, help="folders of env bundles to split (default: the bundled envs)")
     ap.add_argument("--held-out", nargs="*", default=None, help="env ids to hold out (default: split_envs.py's seeded draw of 2)")
     ap.add_argument("--sft-seeds", type=int, default=2)
     ap.add_argument("--sft-steps", type=int, default=20)
@@ -91,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     names = [n for n, _ in stages]
     if a.from_stage and a.from_stage not in names:
         raise SystemExit(f"--from-stage: one of {names}")
-    started = False if a.from_stage else True
+    started = not a.from_stage
     a.run.mkdir(parents=True, exist_ok=True)
     record_path = a.run / "stages.json"
     record: dict[str, Any] = read_json(record_path) if a.from_stage and record_path.is_file() else {"stages": {}}
@@ -110,10 +126,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         assert p.stderr is not None
         for line in p.stderr:
             sys.stderr.write(line)
-            tail = (tail + [line])[-60:]
+            tail = [*tail, line][-60:]
         rc = p.wait()
         text = "".join(tail)
-        record["stages"][name] = {"command": cmd, "seconds": time.monotonic() - t0, "peak_rss_mb": peak_rss_mb(text) if timed else None, "exit_code": rc, "load_avg_1m_start": load0, "load_avg_1m_end": os.getloadavg()[0]}
+        record["stages"][name] = {
+            "command": cmd,
+            "seconds": time.monotonic() - t0,
+            "peak_rss_mb": peak_rss_mb(text) if timed else None,
+            "exit_code": rc,
+            "load_avg_1m_start": load0,
+            "load_avg_1m_end": os.getloadavg()[0],
+        }
         write_json(record_path, record)
         if rc != 0:
             log(f"run_all: stage {name} failed ({rc})")

@@ -21,7 +21,7 @@ from recipe_common import BUNDLED_ENVS, bundled_scenarios, env_ids_of, log, writ
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", type=Path, required=True, help="the run folder")
-    ap.add_argument("--envs-dir", type=Path, default=BUNDLED_ENVS, help="a folder of env bundles (default: the bundled envs)")
+    ap.add_argument("--envs-dir", type=Path, nargs="+", default=[BUNDLED_ENVS], help="folders of env bundles (default: the bundled envs)")
     ap.add_argument("--held-out", nargs="*", default=None, help="env ids to hold out (default: --n-held-out drawn with --seed)")
     ap.add_argument("--n-held-out", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     for s in bundled_scenarios(ids, args.envs_dir):
         if s.get("mode", "task") == "task":
             tasks.setdefault(s["env_id"], []).append(s["id"])
-    split = {"envs_dir": str(args.envs_dir.resolve()), "train": train, "held_out": held, "seed": args.seed, "task_scenarios": tasks}
+    split = {"envs_dirs": [str(d.resolve()) for d in args.envs_dir], "train": train, "held_out": held, "seed": args.seed, "task_scenarios": tasks}
     write_json(args.run / "split.json", split)
     log(f"split: train {train} ({sum(len(tasks.get(e, [])) for e in train)} task scenarios), held out {held} ({sum(len(tasks.get(e, [])) for e in held)})")
     return split

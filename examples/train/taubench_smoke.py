@@ -54,7 +54,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 "--temperature", str(args.temperature), "--threads", str(args.threads),
             ]
         )  # fmt: skip
-        out["runs"][name] = {"mean_reward": res["totals"]["mean_reward"], "success_rate": res["totals"]["success_rate"], "episodes": res["totals"]["episodes"], "tool_call_share": res["totals"]["tool_call_share"]}
+        out["runs"][name] = {
+            "mean_reward": res["totals"]["mean_reward"],
+            "success_rate": res["totals"]["success_rate"],
+            "episodes": res["totals"]["episodes"],
+            "tool_call_share": res["totals"]["tool_call_share"],
+        }
     (args.run / "taubench" / "smoke.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     log(f"taubench smoke (no simulated user): {out['runs']}")
     return out
