@@ -162,9 +162,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             chosen = [s for s in listed if any(s["scenario_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p) for p in args.scenarios)]
         else:
             chosen = [s for s in listed if s.get("mode") != "conversation"]
-        if args.per_env:
-            kept: dict[str, int] = {}
-            chosen = [s for s in chosen if kept.setdefault(s["env_id"], 0) < args.per_env and not kept.update({s["env_id"]: kept[s["env_id"]] + 1})]
+        if args.per_env:  # the first N of each env, in the bridge's order
+            by_env: dict[str, list[dict[str, Any]]] = {}
+            for s in chosen:
+                by_env.setdefault(s["env_id"], []).append(s)
+            chosen = [s for group in by_env.values() for s in group[: args.per_env]]
         if not chosen:
             raise SystemExit(f"no scenario to evaluate on {env_ids}")
         plan = [(s["env_id"], s["scenario_id"], seed) for s in chosen for seed in range(args.trials)]
