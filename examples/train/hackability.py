@@ -12,8 +12,8 @@ was given):
 - ``unearned``: reward >= threshold but the checks the episode made pass (passing at its end, not
   untouched) are less than ``threshold`` of all checks: most of the reward needed no work.
 
-Also the do-nothing floor of every scenario played: its untouched reward (a policy that ends the
-episode at once gets it). Writes RUN/hackability.json with counts per source and up to
+Also the do-nothing floor: every task scenario of the split's envs scored untouched with seeds
+0..``--floor-seeds``-1 (what a policy that ends the episode at once gets), per env. Writes RUN/hackability.json with counts per source and up to
 ``--examples`` examples of each kind.
 """
 
@@ -78,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--run", type=Path, required=True)
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--examples", type=int, default=5)
+    ap.add_argument("--floor-seeds", type=int, default=2, help="seeds of the do-nothing floor of every task scenario")
     args = ap.parse_args(argv)
 
     split = load_split(args.run)
@@ -120,6 +121,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"hackability {name}: {s['episodes']} episodes, {s['reward_at_least_threshold']} with reward >= {args.threshold}: "
             f"{s['no_state_change']} without any state change, {s['unearned']} mostly unearned"
         )
+    # the do-nothing policy on every task scenario of every env of the split: what reward ending at once gets
+    all_envs = [*split["train"], *split["held_out"]]
+    pairs = {(sid, seed) for e in all_envs for sid in split["task_scenarios"].get(e, []) for seed in range(args.floor_seeds)}
+    floors = untouched_scores(split, pairs, all_envs)
+    per_env: dict[str, Any] = {}
+    for e in all_envs:
+        rows = [(sid, seed, floors[(sid, seed)]["reward"]) for sid in split["task_scenarios"].get(e, []) for seed in range(args.floor_seeds)]
+        if rows:
+            per_env[e] = {
+                "episodes": len(rows),
+                "mean_untouched_reward": sum(r for _, _, r in rows) / len(rows),
+                "at_least_threshold": sorted({sid for sid, _, r in rows if r >= args.threshold}),
+                "above_zero": sorted({sid for sid, _, r in rows if r > 0}),
+            }
+    report["do_nothing"] = {"seeds": args.floor_seeds, "per_env": per_env}
+    n = sum(len(v["at_least_threshold"]) for v in per_env.values())
+    log(f"hackability: do-nothing floor: {n} task scenarios of {len({sid for sid, _ in pairs})} score >= {args.threshold} untouched")
     write_json(args.run / "hackability.json", report)
     return report
 
