@@ -151,6 +151,10 @@ def test_recipe_every_stage_on_a_tiny_model(tiny_model: str, tmp_path: Path) -> 
              "--eval-per-env", "1", "--trials", "2", "--taubench-tasks", "2", "--sft-seeds", "1", "--sft-max-length", "8192"]  # fmt: skip
     _run_recipe(tmp_path / "run", tiny_model, sizes, timeout=1150)
     _check_outputs(tmp_path / "run", env_ids=_env_ids(TRAIN_ENVS, NOTES_ENVS), sft_steps=2, grpo_steps=2, generations=4, per_env=1, trials=2, tau_tasks=2)
+    # the do-nothing floor: memo-1's untouched state passes 1 of its 2 checks, memo-2's 1 of 3 (trainer_helpers.TRAIN_ENVS)
+    floor = json.loads((tmp_path / "run" / "hackability.json").read_text())["do_nothing"]["per_env"]
+    assert floor["memo-v1"]["at_least_threshold"] == ["memo-1"] and floor["memo-v1"]["mean_untouched_reward"] == pytest.approx((0.5 + 1 / 3) / 2, abs=1e-3)
+    assert floor["notes-v1"]["at_least_threshold"] == []
 
 
 @pytest.fixture(scope="module")
