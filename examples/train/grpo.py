@@ -167,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             )
             s = steps[-1]
             log(f"grpo: step {s['step']} {s['seconds']:.0f} s (bridge {s['bridge_seconds']:.2f} s), rewards {rewards}")
+            # kept as the run goes: a run stopped midway still has its finished steps
+            write_json(out_dir / "steps.partial.json", steps)
+            write_jsonl(out_dir / "episodes.partial.jsonl", meter.episodes)
 
     with (
         envscaler.launch(envs=bundle_dirs(split["train"], split["envs_dirs"]), replicas=args.replicas, record_dir=out_dir / "trajectories") as bridge,
