@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe_common import BatchedPolicy, bundle_dirs, load_model, load_split, log, summarize, write_json, write_jsonl
+from recipe_common import IDLE_TIMEOUT, BatchedPolicy, bundle_dirs, load_model, load_split, log, summarize, write_json, write_jsonl
 
 
 def tracked_env_class() -> type:
@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     split = load_split(args.run)
     envs_dirs = [args.envs_dir] if args.envs_dir else split["envs_dirs"]
     env_ids = args.envs or split["held_out"]
-    with envscaler.launch(envs=bundle_dirs(env_ids, envs_dirs), record_dir=out / "trajectories") as bridge:
+    with envscaler.launch(envs=bundle_dirs(env_ids, envs_dirs), record_dir=out / "trajectories", extra_args=IDLE_TIMEOUT) as bridge:
         listed = envscaler.BridgeClient(bridge.endpoints[0]).list_scenarios()
         if args.scenarios:
             chosen = [s for s in listed if any(s["scenario_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p) for p in args.scenarios)]

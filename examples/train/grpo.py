@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe_common import bundle_dirs, load_model, log, model_spec, save_model_spec, write_json, write_jsonl
+from recipe_common import IDLE_TIMEOUT, bundle_dirs, load_model, log, model_spec, save_model_spec, write_json, write_jsonl
 
 
 class BridgeMeter:
@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             write_jsonl(out_dir / "episodes.partial.jsonl", meter.episodes)
 
     with (
-        envscaler.launch(envs=bundle_dirs(split["train"], split["envs_dirs"]), replicas=args.replicas, record_dir=out_dir / "trajectories") as bridge,
+        envscaler.launch(envs=bundle_dirs(split["train"], split["envs_dirs"]), replicas=args.replicas, record_dir=out_dir / "trajectories", extra_args=IDLE_TIMEOUT) as bridge,
         TRLEnvironments(bridge, envs=split["train"]) as envs,
     ):
         patterns = args.scenarios or [s for e in split["train"] for s in split["task_scenarios"].get(e, [])]

@@ -61,6 +61,12 @@ def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
+#: ``serve --idle-timeout`` of the recipe's bridges: the bridge closes a session unused for this
+#: long (default 600 s), and one model turn of a 0.5B on a loaded 2-core CPU took longer than that
+#: (an eval episode died with ``session_closed`` waiting on it)
+IDLE_TIMEOUT = ("--idle-timeout", "21600")
+
+
 def load_split(run: Path) -> dict[str, Any]:
     p = run / "split.json"
     if not p.is_file():
