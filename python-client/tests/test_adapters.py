@@ -155,3 +155,15 @@ def test_importing_envscaler_imports_no_trainer():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
+
+
+def test_every_adapter_selects_scenarios_one_way():
+    """match_scenarios: env ids and globs over scenario ids, in pattern order, each once; a pattern
+    matching nothing names itself (every adapter's dataset builder goes through it)."""
+    from envscaler.adapters.bridge_episode import match_scenarios
+
+    listed = [{"scenario_id": "a-1", "env_id": "a-v1"}, {"scenario_id": "a-2", "env_id": "a-v1"}, {"scenario_id": "b-1", "env_id": "b-v1"}]
+    assert [s["scenario_id"] for s in match_scenarios(listed)] == ["a-1", "a-2", "b-1"]
+    assert [s["scenario_id"] for s in match_scenarios(listed, ["b-v1", "a-*", "b-1"])] == ["b-1", "a-1", "a-2"]
+    with pytest.raises(ValueError, match="'zz' matches no task scenario"):
+        match_scenarios(listed, ["zz"], what="task scenario")

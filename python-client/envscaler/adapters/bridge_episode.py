@@ -12,6 +12,7 @@ object that opened it.
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import threading
 import weakref
@@ -237,3 +238,16 @@ def prompt_messages(info: dict[str, Any], observation: str, mode: str = "fc") ->
 
 def tools_of(info: dict[str, Any]) -> Sequence[dict[str, Any]]:
     return list(info.get("tools") or [])
+
+
+def match_scenarios(listed: Sequence[dict[str, Any]], patterns: Sequence[str] = (), what: str = "scenario on the bridge") -> list[dict[str, Any]]:
+    """The scenarios (as ``list_scenarios`` gives them) that ``patterns`` name, in pattern order and
+    each once: a pattern is an env id or a glob over scenario ids (none: all). A pattern that matches
+    nothing is an error naming it (a typo must not shrink a dataset silently)."""
+    chosen: list[dict[str, Any]] = []
+    for p in patterns or ["*"]:
+        hits = [s for s in listed if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
+        if not hits:
+            raise ValueError(f"scenario pattern {p!r} matches no {what}")
+        chosen += [h for h in hits if h not in chosen]
+    return chosen

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..bridge_client import BridgeClient
-from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, prompt_messages
+from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages
 
 __all__ = ["AgentExecutor", "AgentInstance", "chatml_feedback", "openrlhf_rows"]
 
@@ -121,17 +121,11 @@ def openrlhf_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[in
     """Rows for OpenRLHF's prompt dataset: ``prompt`` (the agent's system prompt and task, chat
     messages for ``--data.apply_chat_template``) and ``label`` (JSON ``{"scenario_id", "seed"}``).
     ``scenarios``: ids or globs (default: all); each (scenario, seed) is reset once to read its opening."""
-    import fnmatch
 
     endpoints, curve = endpoints_of(bridge)
     with BridgeClient(endpoints[0], curve=curve) as client:
         listed = client.list_scenarios()
-        chosen = []
-        for p in scenarios or ["*"]:
-            hits = [s["scenario_id"] for s in listed if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
-            if not hits:
-                raise ValueError(f"scenario pattern {p!r} matches no scenario on the bridge")
-            chosen += [h for h in hits if h not in chosen]
+        chosen = [s["scenario_id"] for s in match_scenarios(listed, scenarios)]
         episode = BridgeEpisode(client, 0)
         try:
             rows = []

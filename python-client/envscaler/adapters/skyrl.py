@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..bridge_client import BridgeClient
-from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, prompt_messages
+from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages
 
 __all__ = ["ENV_CLASS", "EnvScalerTextEnv", "register", "skyrl_rows"]
 
@@ -135,17 +135,11 @@ def skyrl_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[int] 
     """Dataset rows in SkyRL's shape: ``prompt`` (the opening, as ``init`` returns it), ``env_class``,
     ``data_source``, ``extra_info`` (``scenario_id``, ``seed``, ``env_id``). ``scenarios``: ids or
     globs (default: all). Each (scenario, seed) is reset once to read its opening."""
-    import fnmatch
 
     endpoints, curve = endpoints_of(bridge)
     with BridgeClient(endpoints[0], curve=curve) as client:
         listed = client.list_scenarios()
-        chosen = []
-        for p in scenarios or ["*"]:
-            hits = [s for s in listed if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
-            if not hits:
-                raise ValueError(f"scenario pattern {p!r} matches no scenario on the bridge")
-            chosen += [h for h in hits if h not in chosen]
+        chosen = match_scenarios(listed, scenarios)
         rows = []
         episode = BridgeEpisode(client, 0)
         try:

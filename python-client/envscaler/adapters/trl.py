@@ -40,7 +40,7 @@ from typing import Any, Literal, Union
 
 from ..bridge_client import CurveKeys
 from ..protocol import tool_observation_text
-from .bridge_episode import BridgeEpisode, EndpointPool, EpisodeInfrastructureError, prompt_messages
+from .bridge_episode import BridgeEpisode, EndpointPool, EpisodeInfrastructureError, match_scenarios, prompt_messages
 
 __all__ = [
     "FENCED_JSON_RESPONSE_TEMPLATE",
@@ -326,12 +326,7 @@ class TRLEnvironments:
     def rows(self, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,)) -> list[dict[str, Any]]:
         """The dataset's rows as plain dicts (what ``dataset`` wraps)."""
         pool_ids = [s for s in self.scenarios if s["env_id"] in self.env_classes and s.get("mode") != "conversation"]
-        chosen: list[dict[str, Any]] = []
-        for p in scenarios or ["*"]:
-            hits = [s for s in pool_ids if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
-            if not hits:
-                raise ValueError(f"scenario pattern {p!r} matches no task scenario of the chosen envs")
-            chosen += [h for h in hits if h not in chosen]
+        chosen = match_scenarios(pool_ids, scenarios, what="task scenario of the chosen envs")
         seeds = list(seeds)
         ep = self.pool.episode()
         try:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import fnmatch
 import json
 import logging
 import threading
@@ -54,7 +53,7 @@ from ..async_bridge_client import AsyncBridgeClient
 from ..async_env import AsyncEnvScalerEnv
 from ..bridge_client import BridgeClient, CurveKeys
 from ..transcript import AgentMode
-from .bridge_episode import BridgeEpisode, EpisodeInfrastructureError, endpoints_of, prompt_messages
+from .bridge_episode import BridgeEpisode, EpisodeInfrastructureError, endpoints_of, match_scenarios, prompt_messages
 from .token_episode import Generate, TokenEpisode, fork_members, play_tokens, prefix_actions_of, start_source
 
 __all__ = ["ROW_FIELD", "TRLRollout", "episode_reward"]
@@ -148,12 +147,7 @@ class TRLRollout:
         prefixes = dict(prefix_actions or {})
         with BridgeClient(self.endpoints[0], curve=self.curve, timeout=self.timeout) as client:
             listed = client.list_scenarios()
-            chosen: list[dict[str, Any]] = []
-            for p in scenarios or ["*"]:
-                hits = [s for s in listed if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
-                if not hits:
-                    raise ValueError(f"scenario pattern {p!r} matches no scenario on the bridge")
-                chosen += [h for h in hits if h not in chosen]
+            chosen = match_scenarios(listed, scenarios)
             episode = BridgeEpisode(client, 0)
             rows = []
             try:

@@ -25,7 +25,6 @@ is 0 with ``state["envscaler_env_fault"] = True`` (metric ``envscaler_env_fault`
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import json
 import weakref
 from collections.abc import Iterable, Sequence
@@ -36,7 +35,7 @@ from ..async_env import AsyncEnvScalerEnv
 from ..bridge_client import BridgeClient
 from ..protocol import BridgeError
 from ..transcript import AgentMode, assistant_message, observation_messages
-from .bridge_episode import BridgeEpisode, EpisodeInfrastructureError, endpoints_of, prompt_messages
+from .bridge_episode import BridgeEpisode, EpisodeInfrastructureError, endpoints_of, match_scenarios, prompt_messages
 
 __all__ = ["EnvScalerMultiTurnEnv", "load_environment", "verifiers_rows"]
 
@@ -71,12 +70,7 @@ def verifiers_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[i
     endpoints, curve = endpoints_of(bridge)
     with BridgeClient(endpoints[0], curve=curve) as client:
         listed = client.list_scenarios()
-        chosen: list[dict[str, Any]] = []
-        for p in scenarios or ["*"]:
-            hits = [s for s in listed if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
-            if not hits:
-                raise ValueError(f"scenario pattern {p!r} matches no scenario on the bridge")
-            chosen += [h for h in hits if h not in chosen]
+        chosen = match_scenarios(listed, scenarios)
         episode = BridgeEpisode(client, 0)
         rows = []
         try:

@@ -41,7 +41,6 @@ with ``extra_fields["envscaler_env_fault"] = 1`` (verl has no way to leave a sam
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import json
 import os
 import weakref
@@ -53,7 +52,7 @@ from ..async_bridge_client import AsyncBridgeClient
 from ..async_env import AsyncEnvScalerEnv
 from ..bridge_client import BridgeClient
 from ..transcript import AgentMode
-from .bridge_episode import BridgeEpisode, endpoints_of, prompt_messages
+from .bridge_episode import BridgeEpisode, endpoints_of, match_scenarios, prompt_messages
 from .token_episode import ForkGroups, TokenEpisode, play_tokens, prefix_actions_of
 
 __all__ = ["AGENT_NAME", "EnvScalerAgentLoop", "verl_rows"]
@@ -208,12 +207,7 @@ def verl_rows(
     prefixes = dict(prefix_actions or {})
     with BridgeClient(endpoints[0], curve=curve) as client:
         listed = client.list_scenarios()
-        chosen: list[dict[str, Any]] = []
-        for p in scenarios or ["*"]:
-            hits = [s for s in listed if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
-            if not hits:
-                raise ValueError(f"scenario pattern {p!r} matches no scenario on the bridge")
-            chosen += [h for h in hits if h not in chosen]
+        chosen = match_scenarios(listed, scenarios)
         rows: list[dict[str, Any]] = []
         episode = BridgeEpisode(client, 0)
         try:
