@@ -206,6 +206,24 @@ test("ids come back exactly as sent, and a close waits for the session's earlier
   expect(JSON.stringify(replies[0]!.result).split("groceries").length - 1).toBe(1);
   await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: 6, op: "step", session_id: sid, action: "hi" }));
   expect((await receive()).body).toMatchObject({ id: 6, error: { code: "session_closed" } });
+  // step, close, then a reset / step / snapshot sent right behind the close: the close takes its
+  // place in the session's order, so all three after it find the session closed and nothing is
+  // left running (a reset after the close once opened an episode no session owned)
+  const episodes = () => runtime.stats().workers.reduce((a, b) => a + b, 0);
+  // (fresh ids each round: a repeated id of the same op is answered from the retry memory)
+  for (const [round, [op, extra]] of ([["reset", { scenario_id: "notes-1", seed: 1 }], ["step", { action: "hi" }], ["snapshot", {}]] as const).entries()) {
+    const id = 10 * (round + 1);
+    await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id, op: "reset", scenario_id: "notes-1", seed: 0 }));
+    const s2 = (await receive()).body.result.session_id as string;
+    const before = episodes();
+    await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: id + 1, op: "step", session_id: s2, action: { name: "list_notes", arguments: { user_id: "u1" } } }));
+    await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: id + 2, op: "close", session_id: s2 }));
+    await raw.send(encodeFrame({ v: PROTOCOL_VERSION, id: id + 3, op, session_id: s2, ...extra }));
+    const got = [];
+    for (let i = 0; i < 3; i++) got.push((await receive()).body);
+    expect(got.map((r) => [r.id, r.ok, r.error?.code]), op).toEqual([[id + 1, true, undefined], [id + 2, true, undefined], [id + 3, false, "session_closed"]]);
+    expect(episodes(), `no episode is left behind by a ${op} after the close`).toBe(before - 1);
+  }
   raw.close();
 });
 

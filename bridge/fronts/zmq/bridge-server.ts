@@ -269,9 +269,12 @@ export class BridgeServer {
             throw e;
           }
         }
-        // in arrival order: requests the client queued on this session before the close still run
-        await this.sessions.get(req.session_id).queue.drained();
-        if (this.sessions.has(req.session_id)) await this.closeSession(req.session_id, "closed by the client");
+        // in arrival order, as one of the session's requests: those queued before the close still
+        // run, and those sent after it find the session closed (waiting for the queue to drain
+        // outside it let a later request run first: a reset after the close opened an episode no
+        // session owned, beyond --max-sessions)
+        const s = this.sessions.get(req.session_id);
+        await s.queue.run(() => (this.sessions.has(s.id) ? this.closeInOrder(s.id, "closed by the client") : undefined));
         return { closed: true } satisfies WireResult<"close">;
       }
       case "snapshot":
@@ -408,6 +411,17 @@ export class BridgeServer {
       if (!this.sessions.has(s.id)) return this.sessions.get(s.id) as never;
       return fn(s);
     });
+  }
+
+  /** Closes a session from inside its own queue (its earlier requests are done; later ones find it gone). */
+  private async closeInOrder(id: string, why: string): Promise<void> {
+    const s = this.sessions.remove(id, why);
+    this.recent.forgetSession(id);
+    if (s?.episodeId) {
+      const ep = s.episodeId;
+      s.episodeId = null;
+      await this.runtime.closeEpisode(ep);
+    }
   }
 
   private async closeSession(id: string, why: string): Promise<void> {
