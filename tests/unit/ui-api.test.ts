@@ -325,7 +325,7 @@ test("`envscaler ui` takes a synth run folder for --envs and the agent form's de
     const envs = (await (await fetch(new URL("/api/envs", url))).json()) as Json;
     expect(envs.envs.map((e: Json) => [e.id, e.provenance.kind])).toEqual([["notes-v1", "synth"]]);
     const info = (await (await fetch(new URL("/api/info", url))).json()) as Json;
-    expect(info).toMatchObject({ agent: { base_url: "http://127.0.0.1:9/v1", model: "m1", running: 0 }, snapshots: { per_episode: 3, mb: 512 } });
+    expect(info).toMatchObject({ agent: { base_url: "http://127.0.0.1:9/v1", model: "m1", running: 0 }, snapshots: { per_episode: 3, mb: 1024 } }); // --max-snapshot-mb: the default every command shares (cli/option-groups.ts)
   } finally {
     child.kill("SIGTERM");
   }
