@@ -1,3 +1,4 @@
+import { readSeed } from "../../core/sessions/seed.js";
 import { ClientAborted, timeoutOptions } from "./http-timeouts.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
@@ -207,8 +208,9 @@ export class McpHttpServer {
     const requested = header(SCENARIO_HEADER);
     const scenario = requested !== undefined ? this.options.picker.check(requested) : this.options.picker.implicit;
     const seedText = header(SEED_HEADER);
-    if (seedText !== undefined && !/^-?\d{1,15}$/.test(seedText)) throw new McpHttpError("bad_request", `${SEED_HEADER} must be an integer; got ${JSON.stringify(seedText)}`);
-    const seed = seedText !== undefined ? Number(seedText) : this.options.seed;
+    const read = seedText !== undefined ? readSeed(seedText) : null;
+    if (read && "problem" in read) throw new McpHttpError("bad_request", `${SEED_HEADER}: ${read.problem}`);
+    const seed = read ? read.seed : this.options.seed;
     const rollout = header(ROLLOUT_HEADER) ?? null;
     if (rollout !== null && (this.rollouts.has(rollout) || this.sessions.has(rollout))) throw new McpHttpError("rollout_in_use", `rollout ${rollout} already has a live session`);
 

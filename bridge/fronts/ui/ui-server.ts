@@ -1,3 +1,4 @@
+import { readSeed } from "../../core/sessions/seed.js";
 import { ClientAborted, timeoutOptions } from "../mcp/http-timeouts.js";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -183,9 +184,10 @@ export class UiServer {
 
     r("POST /api/play/start", async (req) => {
       const b = await body(req);
-      const seed = b.seed === undefined || b.seed === null || b.seed === "" ? undefined : Number(b.seed);
-      if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32)) throw new ApiError(400, "bad_request", "seed must be an integer in [0, 2^32), as in the bridge protocol");
-      return this.play.start(str(b, "page"), str(b, "scenario_id"), seed);
+      // absent, null or "" (the form's empty field): a random seed
+      const read = b.seed === undefined || b.seed === null || b.seed === "" ? null : readSeed(b.seed);
+      if (read && "problem" in read) throw new ApiError(400, "bad_request", read.problem);
+      return this.play.start(str(b, "page"), str(b, "scenario_id"), read?.seed);
     });
     r("POST /api/play/step", async (req) => {
       const b = await body(req);
