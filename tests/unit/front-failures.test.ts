@@ -70,6 +70,8 @@ class StdioPeer {
   private buffer = "";
   private next = 1;
   private readonly waiting = new Map<number, (m: { result?: unknown; error?: unknown }) => void>();
+  /** Replies with `id: null`: answers to lines that were not a request it could address. */
+  readonly unaddressed: { error?: unknown }[] = [];
 
   constructor() {
     this.stdout.on("data", (chunk: Buffer) => {
@@ -79,6 +81,7 @@ class StdioPeer {
         const m = JSON.parse(this.buffer.slice(0, nl)) as { id?: number; result?: unknown; error?: unknown };
         this.buffer = this.buffer.slice(nl + 1);
         if (typeof m.id === "number") this.waiting.get(m.id)?.(m);
+        else if (m.id === null) this.unaddressed.push(m);
       }
     });
   }
@@ -88,6 +91,10 @@ class StdioPeer {
     const reply = new Promise<{ result?: unknown; error?: unknown }>((r) => this.waiting.set(id, r));
     this.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
     return reply;
+  }
+
+  raw(line: string): void {
+    this.stdin.write(`${line}\n`);
   }
 
   notify(method: string): void {
@@ -226,4 +233,19 @@ describe("each unknown … the session service raises reads as the table says on
     expect((await uiCall("/api/play/close", { episode_id: ep })).status).toBe(200);
     expect(await uiCall("/api/play/step", { episode_id: ep, action: "hi" })).toEqual({ status: FAILURES.session_closed.ui.status, code: FAILURES.session_closed.ui.code });
   });
+});
+
+test("MCP over stdio answers every line, as over HTTP: not JSON (-32700), not one JSON-RPC message (-32600), and goes on", async () => {
+  const peer = new StdioPeer();
+  const served = serveStdio({ runtime, picker: new ScenarioPicker(runtime.registry, { scenario: "notes-1" }), stdin: peer.stdin, stdout: peer.stdout });
+  expect((await peer.request("initialize", { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } })).error).toBeUndefined();
+  peer.notify("notifications/initialized");
+  peer.raw("{{{{");
+  peer.raw(`{"jsonrpc":"2.0","id":${"[".repeat(20_000)}${"]".repeat(20_000)},"method":"ping"}`);
+  peer.raw('[{"jsonrpc":"2.0","id":3,"method":"tools/list"},{"jsonrpc":"2.0","id":4,"method":"ping"}]');
+  const r = await peer.request("tools/call", { name: "list_notes", arguments: { user_id: "u1" } });
+  expect((r.result as CallToolResult).isError).toBeFalsy();
+  expect(peer.unaddressed.map((m) => (m.error as { code: number }).code)).toEqual([-32700, -32600, -32600]);
+  peer.stdin.end();
+  await served;
 });

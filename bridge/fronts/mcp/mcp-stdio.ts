@@ -36,7 +36,17 @@ export async function serveStdio(options: StdioOptions): Promise<StdioOutcome> {
   const onEnd = () => void server.close();
   stdin.once("end", onEnd);
   stdin.once("close", onEnd);
-  await server.connect(new StdioServerTransport(stdin, options.stdout ?? process.stdout));
+  const stdout = options.stdout ?? process.stdout;
+  const transport = new StdioServerTransport(stdin, stdout);
+  // The SDK's stdio transport reports a line it cannot read (not JSON, not a JSON-RPC message, a
+  // batch) to onerror and answers nothing, so the client waits forever; every request gets a reply
+  // here, as over HTTP: -32700 for text that is not JSON, -32600 for JSON that is no request.
+  transport.onerror = (error) => {
+    const parse = error instanceof SyntaxError;
+    const reply = { jsonrpc: "2.0", id: null, error: { code: parse ? -32700 : -32600, message: parse ? "Parse error: the line is not JSON" : "Invalid Request: the line is not one JSON-RPC message (batches are not taken)" } };
+    stdout.write(`${JSON.stringify(reply)}\n`);
+  };
+  await server.connect(transport);
   await closed;
   let score: EpisodeScore | null = null;
   try {
