@@ -171,6 +171,10 @@ describe("envscaler mcp in-process, TS SDK clients", () => {
     const restoreNothing = await control("POST", "/sessions/forky/restore", { snapshot_id: "snap-never-taken" });
     expect(restoreNothing).toMatchObject({ status: 404, body: { error: { code: "unknown_snapshot" } } });
     expect(await control("POST", "/sessions/forky/restore", {})).toMatchObject({ status: 400, body: { error: { code: "bad_request" } } });
+    // a body that is not an object is refused, never read as "no fields" (a finish with [1,2] once ended the episode)
+    for (const [route, body] of [["finish", [1, 2]], ["finish", 5], ["restore", ["snap"]], ["fork", "x"]] as const) {
+      expect(await control("POST", `/sessions/forky/${route}`, body), `${route} ${JSON.stringify(body)}`).toMatchObject({ status: 400, body: { error: { code: "bad_request", message: expect.stringContaining("JSON object") } } });
+    }
     expect(await control("DELETE", "/snapshots/snap-never-taken")).toMatchObject({ status: 200, body: { dropped: false } });
     // a fork waits for its client; MCP traffic on its id before the client's initialize is refused, typed
     const fork = await control("POST", "/sessions/forky/fork", { rollout: "forky-2" });

@@ -101,7 +101,7 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
       await ctx.close(s.id, "closed by the trainer (control route)");
       return { closed: true, ...base };
     case "POST finish": {
-      const message = (body as { message?: unknown } | undefined)?.message;
+      const message = fields(body).message;
       if (message !== undefined && typeof message !== "string") throw new McpHttpError("bad_request", "finish: message must be a string");
       return { ...base, ...(await s.episode.finish(message)) };
     }
@@ -119,7 +119,7 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
     case "POST fork":
       return ctx.fork({ session: s }, rolloutOf(body));
     case "POST restore": {
-      const snapshotId = (body as { snapshot_id?: unknown } | undefined)?.snapshot_id;
+      const snapshotId = fields(body).snapshot_id;
       if (typeof snapshotId !== "string" || !snapshotId) throw new McpHttpError("bad_request", "restore: the body needs snapshot_id (a string)");
       const r = await s.episode.restore(snapshotId);
       return { ...base, seed: r.seed, step: r.step, state_hash: r.state_hash, restored_from: { snapshot_id: snapshotId, step: r.forked_from.step } };
@@ -141,7 +141,7 @@ function closedRoute(r: ClosedResult<EpisodeScore>, route: string, body: unknown
       if (!r.score) throw noScore();
       return { ...base, ...r.score, ...closed };
     case "POST finish": {
-      const message = (body as { message?: unknown } | undefined)?.message;
+      const message = fields(body).message;
       if (message !== undefined) throw sessionClosed(`session ${r.session_id} is closed (${r.closed}): a final message cannot be sent now${r.score ? "; GET …/reward reads the score it ended with" : ""}`);
       if (!r.score) throw noScore();
       return { ...base, ...r.score, ...closed };
@@ -151,8 +151,15 @@ function closedRoute(r: ClosedResult<EpisodeScore>, route: string, body: unknown
   }
 }
 
+/** A route's body: none, or a JSON object; anything else (an array, a number, a string) is `bad_request`, never read as "no fields". */
+function fields(body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== "object" || Array.isArray(body)) throw new McpHttpError("bad_request", "the body must be a JSON object (or empty)");
+  return body as Record<string, unknown>;
+}
+
 function rolloutOf(body: unknown): string | null {
-  const rollout = (body as { rollout?: unknown } | undefined)?.rollout;
+  const rollout = fields(body).rollout;
   if (rollout === undefined || rollout === null) return null;
   if (typeof rollout !== "string" || rollout.trim() === "") throw new McpHttpError("bad_request", "fork: rollout must be a non-empty string");
   return rollout.trim();
