@@ -56,7 +56,17 @@ interface Slot {
 
 function replicaEntry(): { path: string; execArgv: string[] } {
   const ts = import.meta.url.endsWith(".ts");
-  return { path: new URL(ts ? "./replica-main.ts" : "./replica-main.js", import.meta.url).pathname, execArgv: ts ? ["--import", "tsx"] : [] };
+  return { path: new URL(ts ? "./replica-main.ts" : "./replica-main.js", import.meta.url).pathname, execArgv: ts ? ["--import", "tsx"] : inheritedNodeFlags(process.execArgv) };
+}
+
+/**
+ * The node flags a replica takes from the command that started it, so `node --cpu-prof
+ * dist/cli/main.js serve` profiles the replicas (where the serving happens) and a heap limit given
+ * to the command holds for them too. Node refuses `--cpu-prof` in NODE_OPTIONS, so this is the only
+ * way in. Inspector flags stay behind: a second process on the same debug port would fail to start.
+ */
+export function inheritedNodeFlags(execArgv: readonly string[]): string[] {
+  return execArgv.filter((flag) => !/^--inspect(-brk|-port|-wait)?(=|$)/.test(flag) && !/^--debug-port(=|$)/.test(flag));
 }
 
 /** The endpoint of replica i, derived from replica 0's. */
