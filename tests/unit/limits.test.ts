@@ -108,14 +108,22 @@ test("faults are classified by what happened, not by what a guest's error says",
   }
 });
 
-test("a check that patches toJSON fails itself with a typed error, and scoring goes on", async () => {
-  const { runJsCheck } = await import("../../bridge/core/episode/checker.js");
+test("a check cannot patch toJSON (the check realm is frozen), and the checks after it score as they would alone", async () => {
+  const { runJsChecks } = await import("../../bridge/core/episode/checker.js");
   const { StateBase, StateView } = await import("../../bridge/core/state/state-base.js");
   const base = StateBase.fromState({ k: 1 });
   const inputs = { initial: new StateView(base), final: new StateView(base), actions: [], messages: [] };
-  const r = await runJsCheck(sandboxes, "() => { Object.prototype.toJSON = () => 7; return true; }", inputs, [1, 2, 3, 4]);
-  expect(r).toMatchObject({ passed: false, error: expect.stringContaining("env_output_invalid") });
-  expect(await runJsCheck(sandboxes, "() => true", inputs, [1, 2, 3, 4])).toEqual({ passed: true });
+  const verdicts = await runJsChecks(
+    sandboxes,
+    [
+      "() => { Object.prototype.toJSON = () => 7; return Object.prototype.toJSON === undefined; }", // sloppy: the write is dropped
+      "() => { 'use strict'; Object.prototype.toJSON = () => 7; return true; }", // strict: the write throws
+      "() => true",
+    ],
+    inputs,
+    [1, 2, 3, 4],
+  );
+  expect(verdicts).toEqual([{ passed: true }, { passed: false, error: expect.stringContaining("TypeError") }, { passed: true }]);
 });
 
 test("a replica that cannot record refuses work before it runs (recording_unavailable); --record-failure continue runs unrecorded", async () => {

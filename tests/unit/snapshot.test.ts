@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import { Episode, type StepResult } from "../../bridge/core/episode/episode.js";
-import { runJsCheck } from "../../bridge/core/episode/checker.js";
+import { CHECK_LIMITS, runJsCheck, runJsChecks } from "../../bridge/core/episode/checker.js";
 import { StateBase } from "../../bridge/core/state/state-base.js";
 import { EnvManifest } from "../../envs/format/bundle-schema.js";
 import { EnvBundle } from "../../envs/format/load-bundle.js";
@@ -93,6 +93,24 @@ describe("images and recycled instances", () => {
     const probe = "() => typeof globalThis.leak === 'undefined' && [1].includes(2) === false";
     for (let i = 0; i < 3; i++) expect(await runJsCheck(sandboxes, polluter, inputs, seed)).toEqual({ passed: true });
     expect(await runJsCheck(sandboxes, probe, inputs, seed)).toEqual({ passed: true });
+    // the checks of one scoring share a realm: a polluter before the probe changes nothing either
+    expect(await runJsChecks(sandboxes, [polluter, probe, probe], inputs, seed)).toEqual([{ passed: true }, { passed: true }, { passed: true }]);
+  });
+
+  test("each check of a scoring starts from a fresh realm's seed and clock, and a faulting check fails alone", async () => {
+    const base = StateBase.fromState({ k: 1 });
+    const { StateView } = await import("../../bridge/core/state/state-base.js");
+    const inputs = { initial: new StateView(base), final: new StateView(base), actions: [], messages: [] };
+    const seed: [number, number, number, number] = [1, 2, 3, 4];
+    // a check's error text shows the draw and the time it saw; an earlier check that drew and read the clock changes neither
+    const first = "() => Math.random() < 2 && Date.now() > 0";
+    const r0 = await runJsChecks(sandboxes, ["() => { throw new Error(String(Math.random()) + ' ' + Date.now()); }"], inputs, seed);
+    const r1 = await runJsChecks(sandboxes, [first, "() => { throw new Error(String(Math.random()) + ' ' + Date.now()); }"], inputs, seed);
+    expect(r1[1]).toEqual(r0[0]); // the same draw and time as in a realm of its own
+    const spin = "() => { for (;;) {} }";
+    const fault = await runJsChecks(sandboxes, [spin, "() => true"], inputs, seed, { ...CHECK_LIMITS, callTimeoutMs: 50 });
+    expect(fault[0]).toMatchObject({ passed: false, error: expect.stringMatching(/timeout|deadline/i) });
+    expect(fault[1]).toEqual({ passed: true });
   });
 
   test("a step costs what it writes: records created earlier are not reported again", async () => {

@@ -40,13 +40,15 @@ export interface CheckInputs {
 /** Checks get less time and memory than envs: they only read state. */
 export const CHECK_LIMITS: SandboxLimits = { ...DEFAULT_LIMITS, memoryBytes: 128 * 1024 * 1024, callTimeoutMs: 1000 };
 
-/** Per thread and limits: a check-mode sandbox with nothing but the prelude, captured once (built once per burst, as env images are). */
+/** Per thread and limits: a hardened check-mode sandbox with nothing but the prelude, captured once (built once per burst, as env images are). */
 const checkImages = new OncePerKey<SandboxImage>();
 
 function checkImage(sandboxes: SandboxHost, limits: SandboxLimits): Promise<SandboxImage> {
   return checkImages.get(JSON.stringify(limits), async () => {
     const builder = await Sandbox.create(sandboxes, { mode: "check", limits, seed: [0, 0, 0, 0], clockMs: 0, tickMs: 0, hostRead: () => undefined });
     try {
+      const hardened = builder.dispatch("harden");
+      if (!hardened.ok) throw new Error(`hardening the check realm failed: ${hardened.error.name}: ${hardened.error.message}`);
       return builder.capture(true);
     } finally {
       builder.dispose();
@@ -54,35 +56,61 @@ function checkImage(sandboxes: SandboxHost, limits: SandboxLimits): Promise<Sand
   });
 }
 
+export type CheckVerdict = { passed: boolean; error?: string };
+
 /**
- * Runs a JS check in a fresh sandbox of its own: restored from an image of a check-mode machine that
- * never held env code (in an instance whose every byte the restore overwrites), with read-only lazy
- * views of the initial and final states. Nothing an env did to its own realm, and
- * nothing an earlier check did, can change the verdict.
+ * Runs JS checks one after another in a sandbox of their own: restored from an image of a hardened
+ * check-mode machine that never held env code (in an instance whose every byte the restore
+ * overwrites), with read-only lazy views of the initial and final states built once for all of
+ * them. Each check gets the seed and clock a fresh realm would have; the realm's built-ins and
+ * global object are frozen, so nothing an env did to its own realm, and nothing an earlier check
+ * did, can change a verdict. A check that faults (deadline, memory) fails alone: the checks after
+ * it run in a newly restored sandbox.
  */
-export async function runJsCheck(sandboxes: SandboxHost, source: string, inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<{ passed: boolean; error?: string }> {
+export async function runJsChecks(sandboxes: SandboxHost, sources: readonly string[], inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<CheckVerdict[]> {
+  const hostRead = (op: string, scoped: string, id: string) => {
+    const slash = scoped.indexOf("/");
+    const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
+    return view.read(op, scoped.slice(slash + 1), id);
+  };
+  const layouts = JSON.stringify({ initial: inputs.initial.layout(), final: inputs.final.layout() });
+  const extras = JSON.stringify({ actions: inputs.actions, messages: inputs.messages });
+  const config = JSON.stringify({ seed, clockMs: 0, tickMs: 0 });
+  const verdicts: CheckVerdict[] = [];
   let sandbox: Sandbox | undefined;
   try {
-    const hostRead = (op: string, scoped: string, id: string) => {
-      const slash = scoped.indexOf("/");
-      const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
-      return view.read(op, scoped.slice(slash + 1), id);
-    };
-    sandbox = await Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
-    const layouts = JSON.stringify({ initial: inputs.initial.layout(), final: inputs.final.layout() });
-    const extras = JSON.stringify({ actions: inputs.actions, messages: inputs.messages });
-    const out = sandbox.dispatch("check", source, layouts, extras);
-    if (!out.ok) return { passed: false, error: `${out.error.name}: ${out.error.message}` };
-    const { verdict, type } = out.value as { verdict: boolean | null; type: string };
-    if (verdict === null) return { passed: false, error: `the check returned ${type}, not a boolean` };
-    return { passed: verdict };
-  } catch (e) {
-    if (e instanceof SandboxFault) return { passed: false, error: `${e.code}: ${e.message}` };
-    if (e instanceof GuestEvalError) return { passed: false, error: e.message };
-    throw e;
+    for (const source of sources) {
+      try {
+        if (!sandbox) {
+          sandbox = await Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
+          const built = sandbox.dispatch("inputs", layouts, extras);
+          if (!built.ok) throw new SandboxFault("env_crashed", `building the check inputs: ${built.error.name}: ${built.error.message}`);
+        } else {
+          sandbox.dispatch("configure", config); // the seed and clock a fresh realm starts with
+        }
+        const out = sandbox.dispatch("check", source);
+        if (!out.ok) {
+          verdicts.push({ passed: false, error: `${out.error.name}: ${out.error.message}` });
+          continue;
+        }
+        const { verdict, type } = out.value as { verdict: boolean | null; type: string };
+        verdicts.push(verdict === null ? { passed: false, error: `the check returned ${type}, not a boolean` } : { passed: verdict });
+      } catch (e) {
+        if (!(e instanceof SandboxFault) && !(e instanceof GuestEvalError)) throw e;
+        verdicts.push({ passed: false, error: e instanceof SandboxFault ? `${e.code}: ${e.message}` : e.message });
+        sandbox?.dispose(); // poisoned: the next check starts over in a new one
+        sandbox = undefined;
+      }
+    }
+    return verdicts;
   } finally {
     sandbox?.dispose();
   }
+}
+
+/** One JS check (see runJsChecks). */
+export async function runJsCheck(sandboxes: SandboxHost, source: string, inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<CheckVerdict> {
+  return (await runJsChecks(sandboxes, [source], inputs, seed, limits))[0]!;
 }
 
 /** tau-bench's rule: an output counts as said when it appears, case-insensitively and ignoring commas, in a message. */
@@ -119,10 +147,13 @@ export function stateDifferences(a: StateView, b: StateView, limit = 5): string[
 /** Runs every check of a scenario. Never throws for a bad check: its result carries the error. */
 export async function runChecks(sandboxes: SandboxHost, checks: readonly Check[], inputs: CheckInputs, seed: [number, number, number, number]): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
+  const js = checks.flatMap((c) => (c.kind === "js" ? [c.source] : []));
+  const verdicts = js.length > 0 ? await runJsChecks(sandboxes, js, inputs, seed) : [];
+  let nextJs = 0;
   for (const [index, check] of checks.entries()) {
     const base = { index, kind: check.kind, description: check.description };
     if (check.kind === "js") {
-      results.push({ ...base, ...(await runJsCheck(sandboxes, check.source, inputs, seed)) });
+      results.push({ ...base, ...verdicts[nextJs++]! });
     } else if (check.kind === "outputs") {
       const missing = check.outputs.filter((o) => !outputSaid(o, inputs.messages));
       results.push({ ...base, passed: missing.length === 0, ...(missing.length ? { error: `not said to the user: ${missing.map((m) => JSON.stringify(m)).join(", ")}` } : {}) });

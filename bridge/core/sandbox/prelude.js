@@ -222,6 +222,8 @@
   // A record the prelude owns, tracked eagerly; its proxy is the one every read of it returns.
   function trackRecord(coll, id, raw) {
     if (raw === null || typeof raw !== "object") return raw;
+    // checks only read: a frozen plain record is read natively, with no proxy in the way
+    if (readOnly) return deepFreeze(raw);
     const proxy = track(raw, coll, id, recordHandler(coll, id, false));
     if (proxy !== raw) wset(rawToProxy, raw, proxy);
     return proxy;
@@ -250,7 +252,7 @@
   }
 
   // The record as the env sees it: its tracking proxy (a primitive as is).
-  function view(coll, id, v) { return v !== null && typeof v === "object" ? wrap(v, coll, id) : v; }
+  function view(coll, id, v) { return v !== null && typeof v === "object" && !readOnly ? wrap(v, coll, id) : v; }
 
   // Every change of a loaded record goes through here, so a populated target (see populate) holds
   // what a read returns. `envOwned`: the env assigned this object (tracked lazily, see trackRecord).
@@ -637,17 +639,48 @@
 
   //// checker mode: one check function over read-only initial and final states ////
 
+  // A scenario's checks run one after another in one realm (one restore per scoring, not one per
+  // check; the records they read are parsed once): `inputs` builds the frozen views once, `check`
+  // runs one check on them. The realm is hardened before its image is captured (see `harden`), and
+  // the host re-runs `configure` before every check, so no check can leave anything a later one sees.
+  let checkInputs = null;
   const checkOps = {
     configure,
-    check(source, layoutsJson, extrasJson) {
+    inputs(layoutsJson, extrasJson) {
       const layouts = JSONParse(layoutsJson);
-      const initial = buildScoped("initial", layouts.initial);
-      const final = buildScoped("final", layouts.final);
       const extras = JSONParse(extrasJson);
+      checkInputs = ObjectFreeze({ initial: buildScoped("initial", layouts.initial), final: buildScoped("final", layouts.final), actions: deepFreeze(extras.actions), messages: deepFreeze(extras.messages) });
+      return null;
+    },
+    check(source) {
+      if (checkInputs === null) fail("check before inputs");
       const fn = indirectEval("(" + source + "\n)");
       if (typeof fn !== "function") fail("check source does not evaluate to a function");
-      const verdict = fn(ObjectFreeze({ initial, final, actions: extras.actions, messages: extras.messages }));
+      const verdict = fn(checkInputs);
       return { verdict: typeof verdict === "boolean" ? verdict : null, type: verdict === null ? "null" : typeof verdict };
+    },
+    // Freezes every object reachable from the global object (the intrinsics, their prototypes and
+    // accessors) and the global object itself. Run once on the check image before it is captured:
+    // a check can then neither patch a built-in (Object.prototype.toJSON, Array.prototype.some) nor
+    // leave a global behind for the next check of the same scenario.
+    harden() {
+      const seen = wmap();
+      const stack = [G];
+      while (stack.length > 0) {
+        const o = stack.pop();
+        if (o === null || (typeof o !== "object" && typeof o !== "function") || whas(seen, o)) continue;
+        wset(seen, o, true);
+        const keys = ReflectOwnKeys(o);
+        for (let i = 0; i < keys.length; i++) {
+          const d = ReflectGetOwnPropertyDescriptor(o, keys[i]);
+          if (d === undefined) continue;
+          if (own(d, "value")) push(stack, d.value);
+          else { push(stack, d.get); push(stack, d.set); }
+        }
+        push(stack, ObjectGetPrototypeOf(o));
+        ObjectFreeze(o);
+      }
+      return null;
     },
   };
   function buildScoped(scope, layout) {
