@@ -26,10 +26,11 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from typing import Any
 
-from ..bridge_client import BridgeClient
-from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages
+from .bridge_episode import BridgeEpisode, EndpointPool
+from .openings import openings
 
 __all__ = ["AgentExecutor", "AgentInstance", "chatml_feedback", "openrlhf_rows"]
 
@@ -121,18 +122,5 @@ def openrlhf_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[in
     """Rows for OpenRLHF's prompt dataset: ``prompt`` (the agent's system prompt and task, chat
     messages for ``--data.apply_chat_template``) and ``label`` (JSON ``{"scenario_id", "seed"}``).
     ``scenarios``: ids or globs (default: all); each (scenario, seed) is reset once to read its opening."""
-
-    endpoints, curve = endpoints_of(bridge)
-    with BridgeClient(endpoints[0], curve=curve) as client:
-        listed = client.list_scenarios()
-        chosen = [s["scenario_id"] for s in match_scenarios(listed, scenarios)]
-        episode = BridgeEpisode(client, 0)
-        try:
-            rows = []
-            for sid in chosen:
-                for seed in seeds:
-                    obs, info = episode.reset(sid, int(seed))
-                    rows.append({"prompt": prompt_messages(info, obs, mode="prompt"), "label": json.dumps({"scenario_id": sid, "seed": int(seed)})})
-            return rows
-        finally:
-            episode.close()
+    with closing(openings(bridge, scenarios, seeds, mode="prompt")) as opened:
+        return [{"prompt": o.messages, "label": json.dumps({"scenario_id": o.scenario_id, "seed": o.seed})} for o in opened]

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import closing
 from typing import Any
 
-from ..bridge_client import BridgeClient
-from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages
+from .bridge_episode import BridgeEpisode, EndpointPool, prompt_messages
+from .openings import openings
 
 __all__ = ["ENV_CLASS", "EnvScalerTextEnv", "register", "skyrl_rows"]
 
@@ -135,25 +136,13 @@ def skyrl_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[int] 
     """Dataset rows in SkyRL's shape: ``prompt`` (the opening, as ``init`` returns it), ``env_class``,
     ``data_source``, ``extra_info`` (``scenario_id``, ``seed``, ``env_id``). ``scenarios``: ids or
     globs (default: all). Each (scenario, seed) is reset once to read its opening."""
-
-    endpoints, curve = endpoints_of(bridge)
-    with BridgeClient(endpoints[0], curve=curve) as client:
-        listed = client.list_scenarios()
-        chosen = match_scenarios(listed, scenarios)
-        rows = []
-        episode = BridgeEpisode(client, 0)
-        try:
-            for s in chosen:
-                for seed in seeds:
-                    obs, info = episode.reset(s["scenario_id"], int(seed))
-                    rows.append(
-                        {
-                            "prompt": prompt_messages(info, obs),
-                            "env_class": env_class,
-                            "data_source": data_source,
-                            "extra_info": {"scenario_id": s["scenario_id"], "seed": int(seed), "env_id": s["env_id"]},
-                        }
-                    )
-        finally:
-            episode.close()
-        return rows
+    with closing(openings(bridge, scenarios, seeds)) as opened:
+        return [
+            {
+                "prompt": o.messages,
+                "env_class": env_class,
+                "data_source": data_source,
+                "extra_info": {"scenario_id": o.scenario_id, "seed": o.seed, "env_id": o.env_id},
+            }
+            for o in opened
+        ]

@@ -36,11 +36,13 @@ import logging
 import re
 import threading
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from typing import Any, Literal, Union
 
 from ..bridge_client import CurveKeys
 from ..protocol import tool_observation_text
-from .bridge_episode import BridgeEpisode, EndpointPool, EpisodeInfrastructureError, match_scenarios, prompt_messages
+from .bridge_episode import BridgeEpisode, EndpointPool, EpisodeInfrastructureError
+from .openings import openings
 
 __all__ = [
     "FENCED_JSON_RESPONSE_TEMPLATE",
@@ -326,18 +328,8 @@ class TRLEnvironments:
     def rows(self, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,)) -> list[dict[str, Any]]:
         """The dataset's rows as plain dicts (what ``dataset`` wraps)."""
         pool_ids = [s for s in self.scenarios if s["env_id"] in self.env_classes and s.get("mode") != "conversation"]
-        chosen = match_scenarios(pool_ids, scenarios, what="task scenario of the chosen envs")
-        seeds = list(seeds)
-        ep = self.pool.episode()
-        try:
-            rows = []
-            for s in chosen:
-                for seed in seeds:
-                    obs, info = ep.reset(s["scenario_id"], int(seed))
-                    rows.append({"prompt": prompt_messages(info, obs), "environment": s["env_id"], "scenario_id": s["scenario_id"], "seed": int(seed)})
-            return rows
-        finally:
-            ep.close()
+        with closing(openings(self.pool, scenarios, seeds, listed=pool_ids, what="task scenario of the chosen envs")) as opened:
+            return [{"prompt": o.messages, "environment": o.env_id, "scenario_id": o.scenario_id, "seed": o.seed} for o in opened]
 
     def stats(self) -> list[dict[str, Any]]:
         return self.pool.stats()

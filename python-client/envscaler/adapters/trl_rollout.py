@@ -47,13 +47,15 @@ import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import closing
 from typing import Any
 
 from ..async_bridge_client import AsyncBridgeClient
 from ..async_env import AsyncEnvScalerEnv
-from ..bridge_client import BridgeClient, CurveKeys
+from ..bridge_client import CurveKeys
 from ..transcript import AgentMode
-from .bridge_episode import BridgeEpisode, EpisodeInfrastructureError, endpoints_of, match_scenarios, prompt_messages
+from .bridge_episode import EpisodeInfrastructureError, endpoints_of
+from .openings import openings
 from .token_episode import Generate, TokenEpisode, fork_members, play_tokens, prefix_actions_of, start_source
 
 __all__ = ["ROW_FIELD", "TRLRollout", "episode_reward"]
@@ -145,22 +147,14 @@ class TRLRollout:
         ids (default: all, conversations included); ``prefix_actions``: ``{scenario_id: actions}``
         for fork groups. Each (scenario, seed) is reset once to read its opening."""
         prefixes = dict(prefix_actions or {})
-        with BridgeClient(self.endpoints[0], curve=self.curve, timeout=self.timeout) as client:
-            listed = client.list_scenarios()
-            chosen = match_scenarios(listed, scenarios)
-            episode = BridgeEpisode(client, 0)
-            rows = []
-            try:
-                for s in chosen:
-                    for seed in seeds:
-                        obs, info = episode.reset(s["scenario_id"], int(seed))
-                        row = {"scenario_id": s["scenario_id"], "seed": int(seed), "prefix_actions": list(prefixes.get(s["scenario_id"], []))}
-                        prompt: list[dict[str, Any]] = [dict(m) for m in prompt_messages(info, obs, self.mode)]
-                        prompt[0][ROW_FIELD] = json.dumps(row)
-                        rows.append({"prompt": prompt, "scenario_id": s["scenario_id"], "seed": int(seed)})
-            finally:
-                episode.close()
-            return rows
+        rows = []
+        with closing(openings(self.endpoints, scenarios, seeds, self.mode, timeout=self.timeout, curve=self.curve)) as opened:
+            for o in opened:
+                row = {"scenario_id": o.scenario_id, "seed": o.seed, "prefix_actions": list(prefixes.get(o.scenario_id, []))}
+                prompt: list[dict[str, Any]] = [dict(m) for m in o.messages]
+                prompt[0][ROW_FIELD] = json.dumps(row)
+                rows.append({"prompt": prompt, "scenario_id": o.scenario_id, "seed": o.seed})
+        return rows
 
     def dataset(self, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), prefix_actions: Mapping[str, Sequence[Any]] | None = None) -> Any:
         """:meth:`rows` as a ``datasets.Dataset``."""

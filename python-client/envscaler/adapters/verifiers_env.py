@@ -28,14 +28,15 @@ import asyncio
 import json
 import weakref
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from typing import Any
 
 from ..async_bridge_client import AsyncBridgeClient
 from ..async_env import AsyncEnvScalerEnv
-from ..bridge_client import BridgeClient
 from ..protocol import BridgeError
 from ..transcript import AgentMode, assistant_message, observation_messages
-from .bridge_episode import BridgeEpisode, EpisodeInfrastructureError, endpoints_of, match_scenarios, prompt_messages
+from .bridge_episode import EpisodeInfrastructureError
+from .openings import openings
 
 __all__ = ["EnvScalerMultiTurnEnv", "load_environment", "verifiers_rows"]
 
@@ -67,24 +68,15 @@ def _client(endpoint: str, timeout: float) -> AsyncBridgeClient:
 def verifiers_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), mode: AgentMode = "fc") -> list[dict[str, Any]]:
     """One row per (scenario, seed): ``prompt`` (the opening messages), ``info`` (JSON text:
     ``scenario_id``, ``seed``, ``env_id``, ``tool_defs`` in fc mode) and ``answer`` (empty). ``scenarios``: ids or globs (default: all). Each (scenario, seed) is reset once to read its opening."""
-    endpoints, curve = endpoints_of(bridge)
-    with BridgeClient(endpoints[0], curve=curve) as client:
-        listed = client.list_scenarios()
-        chosen = match_scenarios(listed, scenarios)
-        episode = BridgeEpisode(client, 0)
-        rows = []
-        try:
-            for s in chosen:
-                for seed in seeds:
-                    obs, info = episode.reset(s["scenario_id"], int(seed))
-                    tools = [_tool_def(t) for t in info.get("tools") or []]
-                    meta: dict[str, Any] = {"scenario_id": s["scenario_id"], "seed": int(seed), "env_id": s["env_id"]}
-                    if mode == "fc":
-                        meta["tool_defs"] = tools
-                    rows.append({"prompt": prompt_messages(info, obs, mode), "info": json.dumps(meta), "answer": ""})
-        finally:
-            episode.close()
-        return rows
+    rows = []
+    with closing(openings(bridge, scenarios, seeds, mode)) as opened:
+        for o in opened:
+            tools = [_tool_def(t) for t in o.tools]
+            meta: dict[str, Any] = {"scenario_id": o.scenario_id, "seed": o.seed, "env_id": o.env_id}
+            if mode == "fc":
+                meta["tool_defs"] = tools
+            rows.append({"prompt": o.messages, "info": json.dumps(meta), "answer": ""})
+    return rows
 
 
 def _tool_def(tool: dict[str, Any]) -> dict[str, Any]:

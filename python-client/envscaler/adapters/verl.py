@@ -45,14 +45,14 @@ import json
 import os
 import weakref
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from typing import Any
 from uuid import uuid4
 
 from ..async_bridge_client import AsyncBridgeClient
 from ..async_env import AsyncEnvScalerEnv
-from ..bridge_client import BridgeClient
 from ..transcript import AgentMode
-from .bridge_episode import BridgeEpisode, endpoints_of, match_scenarios, prompt_messages
+from .openings import openings
 from .token_episode import ForkGroups, TokenEpisode, play_tokens, prefix_actions_of
 
 __all__ = ["AGENT_NAME", "EnvScalerAgentLoop", "verl_rows"]
@@ -203,29 +203,20 @@ def verl_rows(
     (``{"style": "rule", "ground_truth": ""}``: the reward is the episode's) and ``extra_info``
     (``scenario_id``, ``seed``, ``env_id``, ``index`` and, for a fork group, ``prefix_actions`` as
     JSON). ``scenarios``: ids or globs (default: all); ``prefix_actions``: ``{scenario_id: actions}``."""
-    endpoints, curve = endpoints_of(bridge)
     prefixes = dict(prefix_actions or {})
-    with BridgeClient(endpoints[0], curve=curve) as client:
-        listed = client.list_scenarios()
-        chosen = match_scenarios(listed, scenarios)
-        rows: list[dict[str, Any]] = []
-        episode = BridgeEpisode(client, 0)
-        try:
-            for s in chosen:
-                for seed in seeds:
-                    obs, info = episode.reset(s["scenario_id"], int(seed))
-                    extra: dict[str, Any] = {"scenario_id": s["scenario_id"], "seed": int(seed), "env_id": s["env_id"], "index": len(rows)}
-                    if s["scenario_id"] in prefixes:
-                        extra["prefix_actions"] = json.dumps(list(prefixes[s["scenario_id"]]))
-                    rows.append(
-                        {
-                            "prompt": prompt_messages(info, obs, mode),
-                            "agent_name": AGENT_NAME,
-                            "data_source": data_source,
-                            "reward_model": {"style": "rule", "ground_truth": ""},
-                            "extra_info": extra,
-                        }
-                    )
-        finally:
-            episode.close()
-        return rows
+    rows: list[dict[str, Any]] = []
+    with closing(openings(bridge, scenarios, seeds, mode)) as opened:
+        for o in opened:
+            extra: dict[str, Any] = {"scenario_id": o.scenario_id, "seed": o.seed, "env_id": o.env_id, "index": len(rows)}
+            if o.scenario_id in prefixes:
+                extra["prefix_actions"] = json.dumps(list(prefixes[o.scenario_id]))
+            rows.append(
+                {
+                    "prompt": o.messages,
+                    "agent_name": AGENT_NAME,
+                    "data_source": data_source,
+                    "reward_model": {"style": "rule", "ground_truth": ""},
+                    "extra_info": extra,
+                }
+            )
+    return rows
