@@ -1,6 +1,7 @@
 // The prompts of every synth stage, in one place so they can be read and tuned together. Each
 // names its stage in the first line ("[envscaler synth: <stage>]"): logs and test fixtures route on it.
 import type { Message } from "./llm/llm-client.js";
+import { collectionsOf } from "./stages/repair-hints.js";
 
 const head = (stage: string) => `[envscaler synth: ${stage}]`;
 
@@ -38,13 +39,21 @@ Give 6 to 20 tools mixing queries and state changes, rules the tools enforce, an
   ];
 }
 
+/** The commonest mistake of small models in the code stage (docs/local-model.md), said up front: collections are objects, not arrays. */
+function collectionLine(initialState: unknown): string {
+  const names = collectionsOf(initialState !== null && typeof initialState === "object" ? (initialState as Record<string, unknown>) : {});
+  if (names.length === 0) return "";
+  const [first] = names;
+  return `\n- ${names.map((n) => `this.${n}`).join(", ")} ${names.length > 1 ? "are objects" : "is an object"} keyed by record id, NOT arrays: look a record up with this.${first}[id], iterate with Object.values(this.${first}) or Object.entries(this.${first}); a new record is this.${first}[newId] = {...}.`;
+}
+
 export function codePrompt(plan: { title: string; rules: string[]; tools: unknown[]; initial_state: unknown }, className: string): Message[] {
   return [
     {
       role: "system",
       content: `${head("code")}
 Write the environment as one JavaScript class named ${className}, in a single \`\`\`js block and nothing else.
-- constructor(state): keep each top-level key of state as a field of the same name (this.books = state.books). The instance's fields ARE the state.
+- constructor(state): keep each top-level key of state as a field of the same name (this.books = state.books). The instance's fields ARE the state.${collectionLine(plan.initial_state)}
 - One method per tool, with the tool's name, taking ONE object of named arguments: get_book({ book_id }).
 - Return plain JSON: {success: true, data} or {success: false, error: "..."}; do not throw for expected failures (unknown ids, broken rules).
 - Enforce the rules. Mutate records in place. No imports, no require, no timers, no I/O. Date and Math.random may be used (they are virtual and seeded).`,
@@ -65,7 +74,7 @@ export function methodPrompt(plan: { title: string; rules: string[]; tools: { na
       role: "system",
       content: `${head("method")}
 Write ONE method of the JavaScript class ${className}: the tool ${tool.name}. Reply with that method only, in a single \`\`\`js block: ${tool.name}({ ...named arguments }) { ... } with no class around it and no other method.
-- The state is in fields of the instance, one per top-level key: ${Object.keys(plan.initial_state).map((k) => `this.${k}`).join(", ")}.
+- The state is in fields of the instance, one per top-level key: ${Object.keys(plan.initial_state).map((k) => `this.${k}`).join(", ")}.${collectionLine(plan.initial_state)}
 - It takes ONE object of named arguments and returns plain JSON: {success: true, data} or {success: false, error: "..."}; it does not throw for expected failures (unknown ids, broken rules).
 - Enforce the rules. Mutate records in place. No imports, no require, no timers, no I/O. Date and Math.random may be used.
 - The class's other methods, which it may call as this.name({...}): ${others.join(", ") || "none"}.`,

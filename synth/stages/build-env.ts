@@ -9,6 +9,7 @@ import { ENV_ID_RE } from "../../envs/format/bundle-schema.js";
 import { extractCode, InvalidReply, LlmError, type LlmClient } from "../llm/llm-client.js";
 import { codePrompt, judgePrompt, methodPrompt, planPrompt, testerPrompt } from "../prompts.js";
 import type { MinedEnv, Rejection } from "./mine.js";
+import { repairHints } from "./repair-hints.js";
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -221,7 +222,7 @@ async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): P
     const source = await llm.ask("code", codePrompt(plan, target.className), async (reply) => {
       const code = extractCode(reply);
       const problems = await tryClass(target, code);
-      if (problems.length) throw new InvalidReply(`the class does not work: ${problems.join("; ")}`);
+      if (problems.length) throw new InvalidReply(`the class does not work: ${problems.join("; ")}${hinted(code, problems, plan)}`);
       return code;
     });
     return { source, code_mode: "class" };
@@ -238,7 +239,7 @@ async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): P
       await llm.ask("method", methodPrompt(plan, target.className, tool), async (reply) => {
         const method = methodSource(extractCode(reply), tool.name);
         const problems = await tryClass(target, classOf(target.className, [...methods, method, ...stubs]));
-        if (problems.length) throw new InvalidReply(`the method does not work: ${problems.join("; ")}`);
+        if (problems.length) throw new InvalidReply(`the method does not work: ${problems.join("; ")}${hinted(method, problems, plan)}`);
         return method;
       }),
     );
@@ -247,6 +248,12 @@ async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): P
   const problems = await tryClass(target, source);
   if (problems.length) throw new LlmError(`code: the class put together from its methods does not work: ${problems.join("; ")}`);
   return { source, code_mode: "methods" };
+}
+
+/** The likely causes found in the written source, as a sentence for the re-ask ("" when none). */
+function hinted(source: string, problems: string[], plan: EnvPlan): string {
+  const hints = repairHints(source, problems, plan.initial_state);
+  return hints.length ? `. Likely cause: ${hints.join(" ")}` : "";
 }
 
 /** A class whose constructor keeps the state's top-level keys as fields, with these methods. */

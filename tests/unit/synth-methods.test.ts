@@ -67,3 +67,44 @@ test("a plan whose tool parameters name a type instead of a schema (as the 0.5B 
   expect(r.error!.issues.map((i) => i.path.join("."))).toEqual(["tools.0.parameters.properties.patient_id"]);
   expect(EnvPlan.safeParse(PLAN).success).toBe(true);
 });
+
+test("a class that uses a collection as an array (the 1.5B's `this.trials.filter`: TypeError, three re-asks) is re-asked with the expression named; the prompts say collections are objects", async () => {
+  // as the model wrote it: no unknown-patient guard before the filter, so check's probe call reaches it
+  const arrayUse = GOOD_CODE.replace(
+    'if (!this.patients[patient_id]) return { success: false, error: "no patient " + patient_id };\n    return { success: true, data: Object.entries(this.appointments).filter(([, a]) => a.patient_id === patient_id).map(([id, a]) => ({ id, ...a })) };',
+    "return { success: true, data: this.appointments.filter((a) => a.patient_id === patient_id) };",
+  );
+  expect(arrayUse).not.toBe(GOOD_CODE);
+  const fixture = await OpenAIFixture.start((req: FixtureRequest) => {
+    const system = req.messages[0]?.content ?? "";
+    if (/\[envscaler synth: code\]/.test(system)) return "```js\n" + (req.messages.length > 2 ? GOOD_CODE : arrayUse) + "\n```";
+    return synthResponder(req);
+  });
+  try {
+    const out = mkdtempSync(join(tmpdir(), "envscaler-synth-hints-"));
+    const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+    const built = await buildEnv(llm, { topic: "dental clinic scheduling", description: "A dental clinic appointment book.", source_tasks: ["t"] }, { outDir: out, rounds: 4 });
+    expect(built).toMatchObject({ code_mode: "class", kept: true });
+    const code = fixture.requests.filter((r) => /envscaler synth: code/.test(r.messages[0]!.content));
+    expect(code).toHaveLength(2);
+    expect(code[0]!.messages[0]!.content).toContain("this.patients, this.appointments are objects keyed by record id, NOT arrays");
+    const reask = code[1]!.messages.at(-1)!.content;
+    expect(reask).toMatch(/list_appointments throws TypeError/);
+    expect(reask).toContain("Likely cause: this.appointments is an object keyed by record id, not an array, so this.appointments.filter fails");
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("repair hints name only collections the source uses as arrays, and only for a class that raised", async () => {
+  const { repairHints, collectionsOf } = await import("../../synth/stages/repair-hints.js");
+  const state = { trials: { T1: { stage: "II" } }, sites: { S1: { city: "Boston" } }, count: 3, tags: ["a"], empty: {} };
+  expect(collectionsOf(state)).toEqual(["trials", "sites"]);
+  const src = "search({ stage }) { const out = this.trials.filter((t) => t.stage === stage); for (const s of this.sites) {} return Object.values(this.sites).length; }";
+  const hints = repairHints(src, ["env.js: tool search throws TypeError when called with {}: not a function"], state);
+  expect(hints).toHaveLength(2);
+  expect(hints[0]).toContain("this.trials.filter fails");
+  expect(hints[1]).toContain("for (... of this.sites) fails");
+  expect(repairHints(src, ["class X has no method for tools y"], state)).toEqual([]);
+  expect(repairHints("f() { return Object.values(this.trials); }", ["TypeError"], state)).toEqual([]);
+});
