@@ -3,7 +3,6 @@ import { ClientAborted, timeoutOptions } from "./http-timeouts.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
@@ -13,7 +12,7 @@ import { controlRoute, type ControlContext, type ForkSource } from "./control-ro
 import { parseJson, readBody, sendJson } from "./http-io.js";
 import { InFlightGate } from "./in-flight-gate.js";
 import { jsonRpcError, McpHttpError, statusOf, typedError } from "./mcp-error.js";
-import { McpEpisode, type EpisodeScore, type EpisodeStarted } from "./mcp-episode.js";
+import type { EpisodeStarted } from "./mcp-episode.js";
 import { DEFAULT_MCP_LIMITS, type McpLimits } from "./mcp-limits.js";
 import { McpSessions, type ControlSession } from "./mcp-sessions.js";
 import { createMcpServer } from "./mcp-surface.js";
