@@ -86,18 +86,8 @@ export class McpEpisode {
     return this;
   }
 
-  /** Requests of this session queued or running (the idle reaper leaves a busy session alone). */
-  get busy(): boolean {
-    return this.queue.busy;
-  }
-
   get lastUsed(): number {
     return this.queue.lastUsed;
-  }
-
-  /** A request that reached the session without queueing work on it (the transport's own traffic) still counts as use. */
-  touch(): void {
-    this.queue.lastUsed = Date.now();
   }
 
   get ended(): boolean {

@@ -156,9 +156,11 @@ export class McpHttpServer {
     if (typeof id === "string" || typeof id === "number") rpc.id = id;
     const sid = req.headers["mcp-session-id"];
     if (typeof sid === "string") {
-      const entry = this.sessions.use(sid);
+      const entry = this.sessions.get(sid);
       const transport = entry.extra.transport;
       if (!transport) throw new McpHttpError("bad_request", `session ${sid} is a fork no client has connected to yet: start it with an initialize request carrying ${FORK_HEADER}: ${sid}`);
+      // the transport's own traffic (a GET stream, a notification) counts as use too
+      this.sessions.use(entry.id);
       return transport.handleRequest(req, res, body);
     }
     if (req.method === "POST" && isInitializeRequest(body)) return this.openSession(req, res, body);
