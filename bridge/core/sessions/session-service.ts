@@ -173,6 +173,11 @@ export class SessionService<X = unknown, Score = unknown> {
     return sessionGone(idOrRollout, why === undefined ? undefined : w.closed(why), w.where, w.lost?.(idOrRollout), w.noun);
   }
 
+  /** The live session whose current episode is `episodeId` (a snapshot's owner: the runtime drops a snapshot with its episode), or undefined. */
+  holderOf(episodeId: string): Session<X> | undefined {
+    return this.all().find((s) => s.episodeId === episodeId);
+  }
+
   all(): Session<X>[] {
     return [...this.sessions.values()];
   }

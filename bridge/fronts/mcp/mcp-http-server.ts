@@ -273,7 +273,7 @@ export class McpHttpServer {
     } else {
       const snap = requireSnapshot(rt.snapshotInfo(source.snapshot_id), source.snapshot_id);
       // the snapshot's episode is a session's here (the runtime drops it with its episode)
-      const owner = this.sessions.all().find((e) => e.episodeId === snap.episode_id);
+      const owner = this.sessions.holderOf(snap.episode_id);
       if (!owner?.extra.episode.started) throw unknownSnapshot(source.snapshot_id);
       started = owner.extra.episode.started;
       from = { snapshot_id: source.snapshot_id };
