@@ -242,7 +242,7 @@ export class EnvRuntime {
    * episode as it is now (no snapshot is kept for that). `version` is the bridge's own version,
    * written into the blob so another version refuses it. Over `maxBlobBytes`: too_large.
    */
-  async exportSnapshot(source: { episode_id: string } | { snapshot_id: string }, options: { version: string; maxBlobBytes: number }): Promise<{ blob: Buffer; bytes: number; scenario_id: string; step: number; state_hash: string }> {
+  async exportSnapshot(source: { episode_id: string } | { snapshot_id: string }, options: { version: string; maxBlobBytes: number }): ReturnType<SnapshotStore["exportBlob"]> {
     return this.snapshots.exportBlob(source, options);
   }
 

@@ -117,7 +117,7 @@ function plain(v: unknown): unknown {
 }
 
 /** The blob of a snapshot; `header` is everything but the sizes and digest, which are computed here. */
-export function encodeSnapshotBlob(payload: SnapshotPayload, header: Omit<SnapshotBlobHeader, "format" | "protocol_version" | "raw_bytes" | "encoding" | "sha256">, deflateAbove = DEFLATE_ABOVE): Buffer {
+export function encodeSnapshotBlob(payload: SnapshotPayload, header: Omit<SnapshotBlobHeader, "format" | "protocol_version" | "raw_bytes" | "encoding" | "sha256">, deflateAbove = DEFLATE_ABOVE): Buffer<ArrayBuffer> {
   const raw = packr.pack(plain(payload));
   const deflate = raw.length > deflateAbove;
   // level 1: sandbox memory shrinks 2-3× even so

@@ -131,7 +131,7 @@ export class SnapshotStore {
   }
 
   /** A held snapshot, or an episode as it is now, as a blob another replica can import (see EnvRuntime.exportSnapshot). */
-  async exportBlob(source: { episode_id: string } | { snapshot_id: string }, options: { version: string; maxBlobBytes: number }): Promise<{ blob: Buffer; bytes: number; scenario_id: string; step: number; state_hash: string }> {
+  async exportBlob(source: { episode_id: string } | { snapshot_id: string }, options: { version: string; maxBlobBytes: number }): Promise<{ blob: Buffer<ArrayBuffer>; bytes: number; scenario_id: string; step: number; state_hash: string }> {
     let rec: EpisodeRecord;
     let opening: Opening | undefined;
     let snapshot: string | undefined;

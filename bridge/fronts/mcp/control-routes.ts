@@ -2,18 +2,9 @@ import type { IncomingMessage } from "node:http";
 import type { ClosedResult } from "../../core/sessions/closed-results.js";
 import { requireSnapshot, sessionClosed } from "../../core/sessions/unknowns.js";
 import { McpHttpError } from "./mcp-error.js";
-import type { EpisodeScore, McpEpisode } from "./mcp-episode.js";
+import type { EpisodeScore } from "./mcp-episode.js";
+import type { ControlSession } from "./mcp-sessions.js";
 import { ProtocolError } from "../../../protocol/error-codes.js";
-
-/** What the control routes see of one session. */
-export interface ControlSession {
-  id: string;
-  rollout: string | null;
-  opened: number;
-  episode: McpEpisode;
-  /** A fork no MCP client has connected to yet (it connects with the X-EnvScaler-Fork header). */
-  pending?: boolean;
-}
 
 /** Where a fork starts: a live session's episode now, or a snapshot. */
 export type ForkSource = { session: ControlSession } | { snapshot_id: string };
@@ -33,7 +24,7 @@ export interface ControlContext {
 }
 
 function status(s: ControlSession): Record<string, unknown> {
-  const ep = s.episode;
+  const ep = s.extra.episode;
   const st = ep.started;
   return {
     session_id: s.id,
@@ -44,7 +35,7 @@ function status(s: ControlSession): Record<string, unknown> {
     episode_id: ep.episodeId,
     steps: ep.steps,
     ended: ep.ended,
-    connected: !s.pending,
+    connected: !s.extra.pending,
     idle_s: Math.round((Date.now() - ep.lastUsed) / 1000),
     age_s: Math.round((Date.now() - s.opened) / 1000),
   };
@@ -93,7 +84,7 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
     if (!kept) throw e;
     return closedRoute(kept, `${method} ${action ?? ""}`, body, e as ProtocolError);
   }
-  const base = { session_id: s.id, rollout: s.rollout, scenario_id: s.episode.started?.scenario_id ?? null, seed: s.episode.started?.seed ?? null };
+  const base = { session_id: s.id, rollout: s.rollout, scenario_id: s.extra.episode.started?.scenario_id ?? null, seed: s.extra.episode.started?.seed ?? null };
   switch (`${method} ${action ?? ""}`) {
     case "GET ":
       return status(s);
@@ -103,25 +94,25 @@ export async function controlRoute(ctx: ControlContext, req: IncomingMessage, pa
     case "POST finish": {
       const message = fields(body).message;
       if (message !== undefined && typeof message !== "string") throw new McpHttpError("bad_request", "finish: message must be a string");
-      return { ...base, ...(await s.episode.finish(message)) };
+      return { ...base, ...(await s.extra.episode.finish(message)) };
     }
     case "GET reward": {
-      const score = s.episode.score();
+      const score = s.extra.episode.score();
       if (!score) throw new McpHttpError("episode_running", "the episode has not ended; POST …/finish ends and scores it");
       return { ...base, ...score };
     }
     case "GET state":
-      return { ...base, ...(await s.episode.state()) };
+      return { ...base, ...(await s.extra.episode.state()) };
     case "GET inputs":
-      return { ...base, inputs: s.episode.inputs() };
+      return { ...base, inputs: s.extra.episode.inputs() };
     case "POST snapshot":
-      return { ...base, ...(await s.episode.snapshot()) };
+      return { ...base, ...(await s.extra.episode.snapshot()) };
     case "POST fork":
       return ctx.fork({ session: s }, rolloutOf(body));
     case "POST restore": {
       const snapshotId = fields(body).snapshot_id;
       if (typeof snapshotId !== "string" || !snapshotId) throw new McpHttpError("bad_request", "restore: the body needs snapshot_id (a string)");
-      const r = await s.episode.restore(snapshotId);
+      const r = await s.extra.episode.restore(snapshotId);
       return { ...base, seed: r.seed, step: r.step, state_hash: r.state_hash, restored_from: { snapshot_id: snapshotId, step: r.forked_from.step } };
     }
     default:

@@ -1,7 +1,7 @@
 import type { ToolSchema } from "../../../envs/format/bundle-schema.js";
 import type { EnvRuntime, ForkResult } from "../../core/engine/env-runtime.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../../core/episode/episode.js";
-import { SessionQueue } from "../../core/sessions/session-queue.js";
+import type { Session } from "../../core/sessions/session-service.js";
 import { requireSnapshot, sessionClosed } from "../../core/sessions/unknowns.js";
 import type { InFlightGate } from "./in-flight-gate.js";
 import { McpHttpError } from "./mcp-error.js";
@@ -35,56 +35,59 @@ export interface EpisodeStarted {
   turns?: number;
 }
 
+/** What an MCP episode uses of its session in the session service: its id, its queue (the one per-session ordering) and its episode. */
+export type EpisodeSlot = Pick<Session, "id" | "queue" | "episodeId">;
+
 /**
- * One MCP session's episode in the shared EnvRuntime: started once, stepped one call at a time
- * in arrival order, ended by a terminal step, the trainer's finish or the session's close. Owns
- * its runtime episode and closes it exactly once.
+ * The MCP part of one session's episode in the shared EnvRuntime: started once, stepped one call
+ * at a time in its session's order, ended by a terminal step, the trainer's finish or the
+ * session's close. The session service holds the session → episode binding and the queue; this
+ * keeps what MCP adds (the task as started, the kept final step) and closes the episode exactly once.
  */
 export class McpEpisode {
-  episodeId: string | null = null;
   started: EpisodeStarted | null = null;
   /** The terminal step (or finish) result, kept so the trainer can read the reward after the end. */
   final: StepResult | null = null;
   steps = 0;
-  /** This session's requests in arrival order (the session service's one ordering); its last use is the reaper's. */
-  private readonly queue: SessionQueue;
   private closed = false;
   private starting: Promise<EpisodeStarted> | null = null;
 
   constructor(
-    readonly sessionId: string,
+    private readonly slot: EpisodeSlot,
     private readonly runtime: EnvRuntime,
     private readonly gate: InFlightGate,
-    maxQueued: number,
-  ) {
-    this.queue = new SessionQueue(maxQueued);
+  ) {}
+
+  get sessionId(): string {
+    return this.slot.id;
+  }
+
+  get episodeId(): string | null {
+    return this.slot.episodeId;
+  }
+
+  private set episodeId(id: string | null) {
+    this.slot.episodeId = id;
+  }
+
+  private get queue(): EpisodeSlot["queue"] {
+    return this.slot.queue;
   }
 
   /**
-   * A session's episode that starts as a fork (the control routes' fork): the runtime episode
-   * already exists and continues from its source's step; `started` is the source's.
+   * Makes this (unstarted) episode a fork (the control routes' fork): the runtime episode already
+   * exists and continues from its source's step; `started` is the source's.
    */
-  static forked(sessionId: string, runtime: EnvRuntime, gate: InFlightGate, maxQueued: number, started: EpisodeStarted, fork: ForkResult): McpEpisode {
-    const ep = new McpEpisode(sessionId, runtime, gate, maxQueued);
-    ep.episodeId = fork.episode_id;
-    ep.started = { ...started, seed: fork.seed };
-    ep.steps = fork.step;
-    ep.starting = Promise.resolve(ep.started);
-    return ep;
-  }
-
-  /** Requests of this session queued or running (the idle reaper leaves a busy session alone). */
-  get busy(): boolean {
-    return this.queue.busy;
+  adoptFork(started: EpisodeStarted, fork: ForkResult): this {
+    this.episodeId = fork.episode_id;
+    this.started = { ...started, seed: fork.seed };
+    this.steps = fork.step;
+    this.starting = Promise.resolve(this.started);
+    return this;
   }
 
   get lastUsed(): number {
     return this.queue.lastUsed;
-  }
-
-  /** A request that reached the session without queueing work on it (the transport's own traffic) still counts as use. */
-  touch(): void {
-    this.queue.lastUsed = Date.now();
   }
 
   get ended(): boolean {

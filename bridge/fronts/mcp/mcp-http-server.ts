@@ -3,21 +3,18 @@ import { ClientAborted, timeoutOptions } from "./http-timeouts.js";
 import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "pino";
 import type { EnvRuntime } from "../../core/engine/env-runtime.js";
-import { ClosedMemory } from "../../core/sessions/closed-memory.js";
-import { ClosedResults } from "../../core/sessions/closed-results.js";
-import { IdleReaper } from "../../core/sessions/idle-reaper.js";
-import { requireSnapshot, sessionGone, unknownSnapshot } from "../../core/sessions/unknowns.js";
-import { controlRoute, type ControlContext, type ControlSession, type ForkSource } from "./control-routes.js";
+import { requireSnapshot, unknownSnapshot } from "../../core/sessions/unknowns.js";
+import { controlRoute, type ControlContext, type ForkSource } from "./control-routes.js";
 import { parseJson, readBody, sendJson } from "./http-io.js";
 import { InFlightGate } from "./in-flight-gate.js";
 import { jsonRpcError, McpHttpError, statusOf, typedError } from "./mcp-error.js";
-import { McpEpisode, type EpisodeScore, type EpisodeStarted } from "./mcp-episode.js";
+import type { EpisodeStarted } from "./mcp-episode.js";
 import { DEFAULT_MCP_LIMITS, type McpLimits } from "./mcp-limits.js";
+import { McpSessions, type ControlSession } from "./mcp-sessions.js";
 import { createMcpServer } from "./mcp-surface.js";
 import { RequestGuard } from "./request-guard.js";
 import type { ScenarioPicker } from "./scenario-picker.js";
@@ -28,9 +25,6 @@ export const SEED_HEADER = "x-envscaler-seed";
 export const ROLLOUT_HEADER = "x-envscaler-rollout";
 /** On `initialize`: connect to a fork the trainer made (its session id or rollout tag). */
 export const FORK_HEADER = "x-envscaler-fork";
-
-/** How many closed session ids (and rollout tags) are remembered, so a late request hears `session_closed` and why. */
-const CLOSED_MEMORY = 16_384;
 
 /**
  * The codes that count as `refused` in /control/stats: requests a guard or a limit turned away.
@@ -61,18 +55,6 @@ export interface McpHttpServerOptions {
   logger: Logger;
 }
 
-interface Entry extends ControlSession {
-  server: Server;
-  transport: StreamableHTTPServerTransport;
-  closing: boolean;
-}
-
-/** A fork waiting for its client: it holds its episode (and a session slot) until one connects. */
-interface PendingFork extends ControlSession {
-  pending: true;
-  closing: boolean;
-}
-
 /**
  * `envscaler mcp` over Streamable HTTP: each MCP session owns one episode of the shared EnvRuntime
  * (one SDK Server and transport per session). The session's scenario is fixed when it opens
@@ -86,15 +68,9 @@ export class McpHttpServer {
   private readonly http: HttpServer;
   private readonly guard: RequestGuard;
   private readonly gate: InFlightGate;
-  private readonly sessions = new Map<string, Entry>();
-  private readonly forks = new Map<string, PendingFork>();
-  private readonly rollouts = new Map<string, string>();
-  private readonly closedWhy = new ClosedMemory(CLOSED_MEMORY);
-  /** Each closed session's result, by id and rollout tag, for a trainer that asks after the close (bounded in count and time). */
-  private readonly results = new ClosedResults<EpisodeScore>();
-  private opening = 0;
+  /** Every session, connected or a fork waiting for its client; the ids and rollout tags of closed ones with why; their results. */
+  private readonly sessions: McpSessions;
   private stopping = false;
-  private reaper: IdleReaper | undefined;
   private readonly counters = { opened: 0, reaped: 0, refused: 0, forked: 0 };
   url = "";
 
@@ -103,6 +79,7 @@ export class McpHttpServer {
     this.guard = new RequestGuard({ host: options.host ?? "127.0.0.1", token: options.token ?? null, allowedOrigins: options.allowedOrigins ?? [], allowedHosts: options.allowedHosts ?? [] });
     this.controlToken = options.controlToken || randomBytes(24).toString("base64url");
     this.gate = new InFlightGate(this.limits.maxInFlight);
+    this.sessions = new McpSessions(options.runtime, this.gate, this.limits);
     // explicit, documented bounds on how long a request may take to arrive (see http-timeouts.ts);
     // the headers' bound stays above keepAliveTimeout (below)
     this.http = createServer(timeoutOptions(this.limits.requestTimeoutMs, KEEP_ALIVE_MS + 5_000), (req, res) => {
@@ -127,7 +104,8 @@ export class McpHttpServer {
     });
     const { port } = this.http.address() as AddressInfo;
     this.url = `http://${host.includes(":") ? `[${host}]` : host}:${port}${MCP_PATH}`;
-    this.reaper = new IdleReaper(this.limits.idleTimeoutS * 1000, (cutoff) => this.reap(cutoff));
+    // a fork whose client is connecting is in its handshake, not idle
+    this.sessions.startReaper(this.limits.idleTimeoutS * 1000, (s) => this.reap(s), { kept: (s) => s.extra.connecting });
     return this.url;
   }
 
@@ -136,7 +114,7 @@ export class McpHttpServer {
   }
 
   get sessionCount(): number {
-    return this.sessions.size;
+    return this.sessions.connected().length;
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -178,23 +156,16 @@ export class McpHttpServer {
     if (typeof id === "string" || typeof id === "number") rpc.id = id;
     const sid = req.headers["mcp-session-id"];
     if (typeof sid === "string") {
-      const entry = this.lookup(sid);
-      if (!("transport" in entry)) throw new McpHttpError("bad_request", `session ${sid} is a fork no client has connected to yet: start it with an initialize request carrying ${FORK_HEADER}: ${sid}`);
-      entry.episode.touch();
-      return entry.transport.handleRequest(req, res, body);
+      const entry = this.sessions.get(sid);
+      const transport = entry.extra.transport;
+      if (!transport) throw new McpHttpError("bad_request", `session ${sid} is a fork no client has connected to yet: start it with an initialize request carrying ${FORK_HEADER}: ${sid}`);
+      // the transport's own traffic (a GET stream, a notification) counts as use too
+      this.sessions.use(entry.id);
+      return transport.handleRequest(req, res, body);
     }
     if (req.method === "POST" && isInitializeRequest(body)) return this.openSession(req, res, body);
     // e.g. a newer client's server/discover probe: answered as an error, so it falls back to initialize
     throw new McpHttpError("bad_request", "no Mcp-Session-Id header: a session starts with an initialize request");
-  }
-
-  /** A live session, connected or a pending fork, by id or rollout tag. */
-  private lookup(idOrRollout: string): Entry | PendingFork {
-    const id = this.sessions.has(idOrRollout) || this.forks.has(idOrRollout) ? idOrRollout : (this.rollouts.get(idOrRollout) ?? "");
-    const entry = this.sessions.get(id) ?? this.forks.get(id);
-    if (entry) return entry;
-    const why = this.closedWhy.get(idOrRollout);
-    throw sessionGone(idOrRollout, why === undefined ? undefined : `is closed: ${why}`, "");
   }
 
   private async openSession(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
@@ -204,7 +175,7 @@ export class McpHttpServer {
     };
     const forkId = header(FORK_HEADER);
     if (forkId !== undefined) return this.connectFork(req, res, body, forkId, header(ROLLOUT_HEADER));
-    this.checkCapacity();
+    this.sessions.admit("");
     const requested = header(SCENARIO_HEADER);
     const scenario = requested !== undefined ? this.options.picker.check(requested) : this.options.picker.implicit;
     const seedText = header(SEED_HEADER);
@@ -212,29 +183,23 @@ export class McpHttpServer {
     if (read && "problem" in read) throw new McpHttpError("bad_request", `${SEED_HEADER}: ${read.problem}`);
     const seed = read ? read.seed : this.options.seed;
     const rollout = header(ROLLOUT_HEADER) ?? null;
-    if (rollout !== null && (this.rollouts.has(rollout) || this.sessions.has(rollout))) throw new McpHttpError("rollout_in_use", `rollout ${rollout} already has a live session`);
+    if (rollout !== null && this.sessions.holds(rollout)) throw new McpHttpError("rollout_in_use", `rollout ${rollout} already has a live session`);
 
-    const id = randomUUID();
-    if (rollout !== null) this.rollouts.set(rollout, id);
-    this.opening++;
+    const s = this.sessions.fresh(randomUUID());
+    if (rollout !== null) this.sessions.tag(s, rollout);
+    const episode = s.extra.episode;
     let registered = false;
-    const episode = new McpEpisode(id, this.options.runtime, this.gate, this.limits.maxQueuedPerSession);
     try {
-      // reset before answering initialize, so the first tools/list already lists the env's tools
-      if (scenario !== undefined) await episode.start(scenario, seed);
-      registered = await this.connect(req, res, body, id, rollout, episode);
+      await this.sessions.reserving("", async () => {
+        // reset before answering initialize, so the first tools/list already lists the env's tools
+        if (scenario !== undefined) await episode.start(scenario, seed);
+        registered = await this.connect(req, res, body, s);
+      });
     } finally {
-      this.opening--;
       if (!registered) {
-        if (rollout !== null && this.rollouts.get(rollout) === id) this.rollouts.delete(rollout);
+        this.sessions.untag(s);
         await episode.close();
       }
-    }
-  }
-
-  private checkCapacity(): void {
-    if (this.sessions.size + this.forks.size + this.opening >= this.limits.maxSessions) {
-      throw new McpHttpError("too_many_sessions", `${this.limits.maxSessions} sessions are open (the limit, --max-sessions, counting forks not yet connected); close one or retry later`);
     }
   }
 
@@ -243,51 +208,48 @@ export class McpHttpServer {
     if (req.headers[SCENARIO_HEADER] !== undefined || req.headers[SEED_HEADER] !== undefined) {
       throw new McpHttpError("bad_request", `a fork plays its source's scenario and seed: send ${FORK_HEADER} without ${SCENARIO_HEADER} or ${SEED_HEADER}`);
     }
-    const found = this.lookup(forkId);
-    if (!("pending" in found) || !found.pending) throw new McpHttpError("bad_request", `session ${found.id} is not a fork waiting for a client (a client is connected to it already)`);
-    const fork = found as PendingFork;
+    const fork = this.sessions.get(forkId);
+    if (!fork.extra.pending || fork.extra.connecting) throw new McpHttpError("bad_request", `session ${fork.id} is not a fork waiting for a client (a client is connected to it already)`);
     if (rolloutHeader !== undefined && rolloutHeader !== fork.rollout) {
       if (fork.rollout !== null) throw new McpHttpError("bad_request", `this fork's rollout tag is ${fork.rollout}; ${ROLLOUT_HEADER} says ${rolloutHeader}`);
-      if (this.rollouts.has(rolloutHeader) || this.sessions.has(rolloutHeader) || this.forks.has(rolloutHeader)) throw new McpHttpError("rollout_in_use", `rollout ${rolloutHeader} already has a live session`);
-      fork.rollout = rolloutHeader;
-      this.rollouts.set(rolloutHeader, fork.id);
+      if (this.sessions.holds(rolloutHeader)) throw new McpHttpError("rollout_in_use", `rollout ${rolloutHeader} already has a live session`);
+      this.sessions.tag(fork, rolloutHeader);
     }
-    // while the handshake runs the fork is in neither map; `opening` keeps its session slot counted
-    this.forks.delete(fork.id);
-    this.opening++;
+    // while the handshake runs the fork keeps its session slot, and no other client can take it
+    fork.extra.connecting = true;
     let registered = false;
     try {
-      registered = await this.connect(req, res, body, fork.id, fork.rollout, fork.episode);
+      registered = await this.connect(req, res, body, fork);
     } finally {
-      this.opening--;
-      if (!registered) {
-        // a failed handshake leaves the fork waiting for another try, unless the server is stopping
-        if (this.stopping) await fork.episode.close();
-        else this.forks.set(fork.id, fork);
-      }
+      fork.extra.connecting = false;
+      // a failed handshake leaves the fork waiting for another try, unless the server is stopping
+      if (!registered && this.stopping) await this.closeSession(fork.id, "closed: the server shut down");
     }
   }
 
-  /** Answers `initialize` on a new SDK server and transport for the session; true once the session is registered. */
-  private async connect(req: IncomingMessage, res: ServerResponse, body: unknown, id: string, rollout: string | null, episode: McpEpisode): Promise<boolean> {
+  /** Answers `initialize` on a new SDK server and transport for the session; true once the session is registered (added, or a fork connected). */
+  private async connect(req: IncomingMessage, res: ServerResponse, body: unknown, s: ControlSession): Promise<boolean> {
     let registered = false;
-    const server = createMcpServer(episode, this.options.picker);
-    const entry: Entry = { id, rollout, opened: Date.now(), episode, server, transport: null as unknown as StreamableHTTPServerTransport, closing: false };
-    entry.transport = new StreamableHTTPServerTransport({
+    const id = s.id;
+    const server = createMcpServer(s.extra.episode, this.options.picker);
+    const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => id,
       // one JSON reply per POST: cheaper than an SSE stream per call; notifications use the GET stream
       enableJsonResponse: true,
       maxRequestBodySize: this.limits.maxBodyBytes,
       onsessioninitialized: () => {
         registered = true;
-        this.sessions.set(id, entry);
+        s.extra.server = server;
+        s.extra.transport = transport;
+        if (s.extra.pending) s.extra.pending = false;
+        else this.sessions.add(s);
         this.counters.opened++;
       },
       onsessionclosed: () => this.closeSession(id, "closed by the client (HTTP DELETE)"),
     });
     server.onclose = () => void this.closeSession(id, "the transport closed");
-    await server.connect(entry.transport);
-    await entry.transport.handleRequest(req, res, body);
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
     if (!registered) await server.close();
     return registered;
   }
@@ -299,101 +261,89 @@ export class McpHttpServer {
    */
   private async fork(source: ForkSource, rollout: string | null): Promise<Record<string, unknown>> {
     if (this.stopping) throw new McpHttpError("shutting_down", "the server is shutting down");
-    this.checkCapacity();
-    if (rollout !== null && (this.rollouts.has(rollout) || this.sessions.has(rollout) || this.forks.has(rollout))) throw new McpHttpError("rollout_in_use", `rollout ${rollout} already has a live session`);
+    this.sessions.admit("");
+    if (rollout !== null && this.sessions.holds(rollout)) throw new McpHttpError("rollout_in_use", `rollout ${rollout} already has a live session`);
     const rt = this.options.runtime;
     let started: EpisodeStarted;
     let from: Record<string, unknown>;
     if ("session" in source) {
-      if (!source.session.episode.started) throw new McpHttpError("no_episode", `session ${source.session.id} has not started its episode: nothing to fork`);
-      started = source.session.episode.started;
+      if (!source.session.extra.episode.started) throw new McpHttpError("no_episode", `session ${source.session.id} has not started its episode: nothing to fork`);
+      started = source.session.extra.episode.started;
       from = { session_id: source.session.id, rollout: source.session.rollout };
     } else {
       const snap = requireSnapshot(rt.snapshotInfo(source.snapshot_id), source.snapshot_id);
       // the snapshot's episode is a session's here (the runtime drops it with its episode)
-      const owner = [...this.sessions.values(), ...this.forks.values()].find((e) => e.episode.episodeId === snap.episode_id);
-      if (!owner?.episode.started) throw unknownSnapshot(source.snapshot_id);
-      started = owner.episode.started;
+      const owner = this.sessions.holderOf(snap.episode_id);
+      if (!owner?.extra.episode.started) throw unknownSnapshot(source.snapshot_id);
+      started = owner.extra.episode.started;
       from = { snapshot_id: source.snapshot_id };
     }
-    const id = randomUUID();
-    if (rollout !== null) this.rollouts.set(rollout, id);
-    this.opening++;
+    const s = this.sessions.fresh(randomUUID());
+    const id = s.id;
+    if (rollout !== null) this.sessions.tag(s, rollout);
     try {
-      const r = "session" in source ? await source.session.episode.fork(`mcp-${id}`) : await rt.fork({ snapshot_id: source.snapshot_id }, `mcp-${id}`);
-      const episode = McpEpisode.forked(id, rt, this.gate, this.limits.maxQueuedPerSession, started, r);
-      if (this.stopping) {
-        await episode.close();
-        throw new McpHttpError("shutting_down", "the server is shutting down");
-      }
-      this.forks.set(id, { id, rollout, opened: Date.now(), episode, pending: true, closing: false });
-      this.counters.forked++;
-      return { session_id: id, rollout, scenario_id: r.scenario_id, seed: r.seed, step: r.step, state_hash: r.state_hash, forked_from: { ...from, step: r.forked_from.step }, connect_header: "X-EnvScaler-Fork" };
+      return await this.sessions.reserving("", async () => {
+        const r = "session" in source ? await source.session.extra.episode.fork(`mcp-${id}`) : await rt.fork({ snapshot_id: source.snapshot_id }, `mcp-${id}`);
+        const episode = s.extra.episode.adoptFork(started, r);
+        if (this.stopping) {
+          await episode.close();
+          throw new McpHttpError("shutting_down", "the server is shutting down");
+        }
+        s.extra.pending = true;
+        this.sessions.add(s);
+        this.counters.forked++;
+        return { session_id: id, rollout, scenario_id: r.scenario_id, seed: r.seed, step: r.step, state_hash: r.state_hash, forked_from: { ...from, step: r.forked_from.step }, connect_header: "X-EnvScaler-Fork" };
+      });
     } catch (e) {
-      if (rollout !== null && this.rollouts.get(rollout) === id) this.rollouts.delete(rollout);
+      this.sessions.untag(s);
       throw e;
-    } finally {
-      this.opening--;
     }
   }
 
   /** Ends the session's episode (freeing its sandbox) and its transport; idempotent. */
   async closeSession(id: string, why: string): Promise<void> {
-    const entry = this.sessions.get(id) ?? this.forks.get(id);
-    if (!entry || entry.closing) return;
-    entry.closing = true;
-    this.sessions.delete(id);
-    this.forks.delete(id);
-    this.remember(id, why);
-    if (entry.rollout !== null) {
-      this.rollouts.delete(entry.rollout);
-      this.remember(entry.rollout, why);
-    }
-    this.keepResult(entry, why);
-    await entry.episode.close();
+    const s = this.sessions.remove(id, why);
+    if (!s) return;
+    this.keepResult(s, why);
+    await s.extra.episode.close();
     // again once the calls queued before the close have run: one of them may have ended the episode
-    this.keepResult(entry, why);
-    if ("server" in entry) await entry.server.close().catch(() => undefined);
+    this.keepResult(s, why);
+    await s.extra.server?.close().catch(() => undefined);
   }
 
-  private keepResult(entry: ControlSession, why: string): void {
-    const ep = entry.episode;
+  private keepResult(s: ControlSession, why: string): void {
+    const ep = s.extra.episode;
     const started = { scenario_id: ep.started?.scenario_id ?? null, seed: ep.started?.seed ?? null };
-    this.results.add({ session_id: entry.id, rollout: entry.rollout, ...started, episode_id: ep.episodeId, steps: ep.steps, score: ep.score(), closed: why, closed_at: Date.now() });
+    this.sessions.keep({ session_id: s.id, rollout: s.rollout, ...started, episode_id: ep.episodeId, steps: ep.steps, score: ep.score(), closed: why, closed_at: Date.now() });
   }
 
-  private remember(key: string, why: string): void {
-    this.closedWhy.remember(key, why);
-  }
-
-  private async reap(cutoff: number): Promise<void> {
-    for (const entry of [...this.sessions.values(), ...this.forks.values()]) {
-      if (entry.episode.lastUsed >= cutoff || entry.episode.busy) continue;
-      this.counters.reaped++;
-      this.options.logger.info({ session: entry.id, rollout: entry.rollout }, "closing idle session");
-      const never = entry.pending ? " (a fork no client connected to)" : "";
-      await this.closeSession(entry.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s without a request${never}`);
-    }
+  private async reap(s: ControlSession): Promise<void> {
+    this.counters.reaped++;
+    this.options.logger.info({ session: s.id, rollout: s.rollout }, "closing idle session");
+    const never = s.extra.pending ? " (a fork no client connected to)" : "";
+    await this.closeSession(s.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s without a request${never}`);
   }
 
   private readonly control: ControlContext = {
-    find: (idOrRollout) => this.lookup(idOrRollout),
-    list: () => [...this.sessions.values(), ...this.forks.values()],
-    closedResult: (idOrRollout) => this.results.get(idOrRollout),
+    find: (idOrRollout) => this.sessions.get(idOrRollout),
+    // connected sessions first, then the forks waiting for their client
+    list: () => [...this.sessions.connected(), ...this.sessions.all().filter((s) => s.extra.pending)],
+    closedResult: (idOrRollout) => this.sessions.closedResult(idOrRollout),
     close: (id, why) => this.closeSession(id, why),
     fork: (source, rollout) => this.fork(source, rollout),
     snapshotInfo: (id) => this.options.runtime.snapshotInfo(id),
     dropSnapshot: (id) => this.options.runtime.dropSnapshot(id),
     stats: () => ({
-      sessions: this.sessions.size,
-      forks_waiting: this.forks.size,
+      sessions: this.sessions.connected().length,
+      forks_waiting: this.sessions.all().filter((s) => s.extra.pending && !s.extra.connecting).length,
       forked: this.counters.forked,
-      opening: this.opening,
+      // opens under way, and forks whose client is in its handshake
+      opening: this.sessions.opening + this.sessions.all().filter((s) => s.extra.connecting).length,
       in_flight: this.gate.inFlight,
       opened: this.counters.opened,
       reaped: this.counters.reaped,
       refused: this.counters.refused,
-      results_kept: this.results.size,
+      results_kept: this.sessions.results!.size,
       limits: {
         max_sessions: this.limits.maxSessions, idle_timeout_s: this.limits.idleTimeoutS, max_in_flight: this.limits.maxInFlight,
         max_queued_per_session: this.limits.maxQueuedPerSession, max_body_bytes: this.limits.maxBodyBytes, request_timeout_s: this.limits.requestTimeoutMs / 1000,
@@ -406,8 +356,8 @@ export class McpHttpServer {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.reaper?.stop();
-    await Promise.all([...this.sessions.keys(), ...this.forks.keys()].map((id) => this.closeSession(id, "closed: the server shut down")));
+    this.sessions.stopReaper();
+    await Promise.all(this.sessions.all().map((s) => this.closeSession(s.id, "closed: the server shut down")));
     await new Promise<void>((resolve) => {
       this.http.close(() => resolve());
       this.http.closeAllConnections();

@@ -1,6 +1,7 @@
 import type { Readable, Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { EnvRuntime } from "../../core/engine/env-runtime.js";
+import { SessionService, type SessionWords } from "../../core/sessions/session-service.js";
 import { InFlightGate } from "./in-flight-gate.js";
 import { McpEpisode, type EpisodeScore } from "./mcp-episode.js";
 import { createMcpServer } from "./mcp-surface.js";
@@ -21,6 +22,9 @@ export interface StdioOutcome {
   score: EpisodeScore | null;
 }
 
+/** Never said: the one session of stdio is open as long as the process serves. */
+const STDIO_WORDS: SessionWords = { where: "", closed: (why) => why, refuse: () => new Error("stdio serves one session") };
+
 /**
  * One episode over stdio, for a local MCP client that starts this process (an IDE, an agent
  * harness): the session is the process. When the client closes stdin the episode is finished
@@ -28,7 +32,9 @@ export interface StdioOutcome {
  */
 export async function serveStdio(options: StdioOptions): Promise<StdioOutcome> {
   const stdin = options.stdin ?? process.stdin;
-  const episode = new McpEpisode("stdio", options.runtime, new InFlightGate(Number.MAX_SAFE_INTEGER), 1024);
+  // the session is the process: one session of a one-session service
+  const sessions = new SessionService({ runtime: options.runtime, maxSessions: 1, maxQueued: 1024, closedMemory: 0, words: STDIO_WORDS });
+  const episode = new McpEpisode(sessions.open("stdio", "", null), options.runtime, new InFlightGate(Number.MAX_SAFE_INTEGER));
   const implicit = options.picker.implicit;
   if (implicit !== undefined) await episode.start(implicit, options.seed);
   const server = createMcpServer(episode, options.picker);

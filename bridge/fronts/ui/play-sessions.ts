@@ -1,10 +1,8 @@
 import type { EnvRuntime, ForkResult, ResetResult } from "../../core/engine/env-runtime.js";
 import type { RewardInfo, StepResult } from "../../core/episode/episode.js";
 import { failureOf } from "../../core/sessions/failure-table.js";
-import { IdleReaper } from "../../core/sessions/idle-reaper.js";
-import { SessionQueue } from "../../core/sessions/session-queue.js";
-import { UndoPoints } from "../../core/sessions/undo-points.js";
-import { requireScenario, sessionGone } from "../../core/sessions/unknowns.js";
+import { SessionService, type Session } from "../../core/sessions/session-service.js";
+import { requireScenario } from "../../core/sessions/unknowns.js";
 import { ApiError, asApiError } from "./http-util.js";
 
 export interface PlayOptions {
@@ -22,20 +20,23 @@ export const INLINE_STATE_BYTES = 256 * 1024;
 /** How long close() waits for the runtime to confirm. @unit ms */
 const CLOSE_WAIT_MS = 5000;
 
-interface Live {
-  page: string;
+/**
+ * The UI's own part of a play session (the session service holds the rest: the page that owns it,
+ * its queue, so that a step, an undo and a branch, each several runtime calls, never interleave,
+ * and its undo points, the snapshots taken before each step and finish, oldest first). A play
+ * session is named by its episode id.
+ */
+interface Play {
   scenarioId: string;
   mode: "task" | "conversation";
-  /** This episode's requests one at a time (a step, an undo and a branch each take several runtime calls that must not interleave); its last use is the reaper's. */
-  queue: SessionQueue;
   ended: boolean;
   /** Steps taken (after an undo: the step it went back to). */
   step: number;
-  /** Snapshots taken before each step (and before a finish), oldest first: where undo can go back to. */
-  history: UndoPoints;
   /** An agent run playing this episode: steps from anyone else are refused until it ends. */
   agent: string | null;
 }
+
+type Live = Session<Play>;
 
 /** Where this episode can go back to (undo) or branch from: the steps whose snapshots it holds. */
 export interface UndoInfo {
@@ -68,32 +69,45 @@ function scoreError(e: unknown): ScoreError {
  * per episode and in total, and a step over a bound still runs, saying it cannot be undone.
  */
 export class PlaySessions {
-  private readonly live = new Map<string, Live>();
-  private readonly sweeper: IdleReaper;
+  private readonly live: SessionService<Play>;
 
   constructor(
     private readonly rt: EnvRuntime,
     private readonly options: PlayOptions,
   ) {
-    this.sweeper = new IdleReaper(options.idleMs ?? 1_800_000, (cutoff) => this.sweep(cutoff), 1000, 30_000);
+    this.live = new SessionService<Play>({
+      runtime: rt,
+      maxSessions: options.maxEpisodes ?? 32,
+      // the UI answers a closed episode as unknown: it remembers no closes
+      closedMemory: 0,
+      undo: true,
+      words: {
+        noun: "episode",
+        where: " (closed, idle too long, or never started)",
+        closed: (why) => why,
+        // episodes being started count: concurrent starts must not all pass a check none has counted yet
+        refuse: (_scope, open, max) => new ApiError(429, "too_many_episodes", `${open} episodes are open or starting (the limit is ${max}); close one first`),
+      },
+    });
+    // an episode an agent run plays is not idle, whatever its clock says
+    this.live.startReaper(options.idleMs ?? 1_800_000, (l) => this.close(l.id), { kept: (l) => l.extra.agent !== null, minMs: 1000, maxMs: 30_000 });
   }
 
   private touch(id: string): Live {
-    const l = this.live.get(id);
-    if (!l) throw gone(id);
-    l.queue.lastUsed = Date.now();
-    return l;
+    try {
+      return this.live.use(id);
+    } catch (e) {
+      throw asApiError(e);
+    }
   }
 
   /** Runs `fn` after the episode's earlier requests (it may have closed meanwhile); failures become API errors. */
   private serial<T>(id: string, fn: (l: Live) => Promise<T>): Promise<T> {
-    const l = this.live.get(id);
-    if (!l) return Promise.reject(gone(id));
-    return l.queue.run(() => fn(this.touch(id))).catch((e: unknown) => Promise.reject(asApiError(e)));
+    return this.live.run(id, fn).catch((e: unknown) => Promise.reject(asApiError(e)));
   }
 
   private checkAgent(l: Live, agent: string | undefined): void {
-    if (l.agent && l.agent !== agent) throw new ApiError(409, "episode_busy", "a model is playing this episode: stop it first");
+    if (l.extra.agent && l.extra.agent !== agent) throw new ApiError(409, "episode_busy", "a model is playing this episode: stop it first");
   }
 
   private async stateFor(id: string): Promise<unknown> {
@@ -102,22 +116,12 @@ export class PlaySessions {
   }
 
   private undoInfo(l: Live, snapshotError?: { code: string; message: string }): UndoInfo {
-    return { steps: l.history.steps, ...(snapshotError ? { snapshot_error: snapshotError } : {}) };
+    return { steps: l.undo!.steps, ...(snapshotError ? { snapshot_error: snapshotError } : {}) };
   }
-
-  private admit(): void {
-    const max = this.options.maxEpisodes ?? 32;
-    // episodes being started count: concurrent starts must not all pass a check none has counted yet
-    const open = this.live.size + this.starting;
-    if (open >= max) throw new ApiError(429, "too_many_episodes", `${open} episodes are open or starting (the limit is ${max}); close one first`);
-  }
-
-  /** Episodes whose start is under way (admitted, not yet in `live`). */
-  private starting = 0;
 
   /** Throws what start() would refuse before running anything: an unknown scenario, too many episodes. */
   checkStart(scenarioId: string): void {
-    this.admit();
+    this.live.admit("");
     try {
       requireScenario(this.rt.registry, scenarioId);
     } catch (e) {
@@ -129,16 +133,13 @@ export class PlaySessions {
     this.checkStart(scenarioId);
     const found = this.rt.registry.scenario(scenarioId)!;
     let r: ResetResult;
-    this.starting++;
+    // the start holds a slot while the runtime resets (the session service counts it)
     try {
-      r = await this.rt.reset(scenarioId, seed);
+      r = await this.live.reserving(page, () => this.rt.reset(scenarioId, seed));
     } catch (e) {
       throw asApiError(e);
-    } finally {
-      this.starting--;
     }
-    const l: Live = { page, scenarioId, mode: found.scenario.mode, queue: new SessionQueue(), ended: false, step: 0, history: new UndoPoints(this.rt), agent: null };
-    this.live.set(r.episode_id, l);
+    const l = this.live.add(r.episode_id, page, { scenarioId, mode: found.scenario.mode, ended: false, step: 0, agent: null }, r.episode_id);
     // the full state goes once, whatever its size: the page applies each step's diff to it
     const state: unknown = JSON.parse(await this.rt.state(r.episode_id).catch((e) => Promise.reject(asApiError(e))));
     // a conversation the simulated user stopped in its opening message has nothing to score yet but its end
@@ -149,20 +150,20 @@ export class PlaySessions {
   step(id: string, action: unknown, agent?: string): Promise<{ result: StepResult; state?: unknown; score: Score | ScoreError | null; undo: UndoInfo }> {
     return this.serial(id, async (l) => {
       this.checkAgent(l, agent);
-      if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended: undo, branch, or start a new one`);
-      const snap = await l.history.take(id, l.step);
+      if (l.extra.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended: undo, branch, or start a new one`);
+      const snap = await l.undo!.take(id, l.extra.step);
       let result: StepResult;
       try {
         result = await this.rt.step(id, action);
       } catch (e) {
-        await l.history.untake(snap.taken);
+        await l.undo!.untake(snap.taken);
         throw e;
       }
-      l.step = result.info.step;
-      if (result.terminated || result.truncated) l.ended = true;
+      l.extra.step = result.info.step;
+      if (result.terminated || result.truncated) l.extra.ended = true;
       const state = await this.stateFor(id).catch(() => undefined);
       // a scoring copy that fails says so next to the step; the step itself happened
-      const score = l.ended ? final(result) : await this.scoreNow(id).catch(scoreError);
+      const score = l.extra.ended ? final(result) : await this.scoreNow(id).catch(scoreError);
       return { result, state, score, undo: this.undoInfo(l, snap.error) };
     });
   }
@@ -170,17 +171,17 @@ export class PlaySessions {
   finish(id: string, agent?: string): Promise<{ result: StepResult; state?: unknown; score: Score; undo: UndoInfo }> {
     return this.serial(id, async (l) => {
       this.checkAgent(l, agent);
-      if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended`);
+      if (l.extra.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended`);
       // finishing can be undone too: back to the open episode as it was
-      const snap = await l.history.take(id, l.step);
+      const snap = await l.undo!.take(id, l.extra.step);
       let result: StepResult;
       try {
         result = await this.rt.finish(id);
       } catch (e) {
-        await l.history.untake(snap.taken);
+        await l.undo!.untake(snap.taken);
         throw e;
       }
-      l.ended = true;
+      l.extra.ended = true;
       return { result, state: await this.stateFor(id).catch(() => undefined), score: final(result), undo: this.undoInfo(l, snap.error) };
     });
   }
@@ -197,7 +198,7 @@ export class PlaySessions {
   /** Scores the episode as if it ended now, without ending it (see scoreNow). */
   score(id: string): Promise<Score> {
     return this.serial(id, async (l) => {
-      if (l.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended: its reward is final`);
+      if (l.extra.ended) throw new ApiError(409, "episode_done", `episode ${id} has ended: its reward is final`);
       return this.scoreNow(id);
     });
   }
@@ -228,23 +229,23 @@ export class PlaySessions {
   undo(id: string, toStep?: number): Promise<{ step: number; state_hash: string; state: unknown; score: Score | ScoreError; undo: UndoInfo }> {
     return this.serial(id, async (l) => {
       this.checkAgent(l, undefined);
-      const at = l.history.indexOf(toStep);
+      const at = l.undo!.indexOf(toStep);
       if (at < 0) {
-        throw new ApiError(409, "nothing_to_undo", toStep === undefined ? "there is no earlier step to go back to" : `no snapshot of step ${toStep} is held (the ones held: ${l.history.describe()})`);
+        throw new ApiError(409, "nothing_to_undo", toStep === undefined ? "there is no earlier step to go back to" : `no snapshot of step ${toStep} is held (the ones held: ${l.undo!.describe()})`);
       }
-      const target = l.history.at(at)!;
+      const target = l.undo!.at(at)!;
       let r: ForkResult;
       try {
         r = await this.rt.restoreSnapshot(id, target.snapshot_id);
       } catch (e) {
         // a snapshot lost with a stopped engine worker is refused before anything changes: it goes from the list
-        if (failureOf(e).code === "unknown_snapshot") l.history.lost(at);
-        if (!this.runtimeHas(id)) this.live.delete(id);
+        if (failureOf(e).code === "unknown_snapshot") l.undo!.lost(at);
+        if (!this.runtimeHas(id)) this.live.remove(id, "lost with its engine");
         throw e;
       }
-      await l.history.dropFrom(at);
-      l.step = r.step;
-      l.ended = false;
+      await l.undo!.dropFrom(at);
+      l.extra.step = r.step;
+      l.extra.ended = false;
       const state: unknown = JSON.parse(await this.rt.state(id));
       return { step: r.step, state_hash: r.state_hash, state, score: await this.scoreNow(id).catch(scoreError), undo: this.undoInfo(l) };
     });
@@ -258,18 +259,17 @@ export class PlaySessions {
   branch(id: string, atStep?: number): Promise<ForkResult & { state: unknown; score: Score | ScoreError; undo: UndoInfo; parent: string }> {
     return this.serial(id, async (l) => {
       this.checkAgent(l, undefined);
-      this.admit();
+      this.live.admit(l.owner);
       let r: ForkResult;
-      if (atStep === undefined || (atStep === l.step && !l.ended)) {
-        if (l.ended) throw new ApiError(409, "episode_done", "an ended episode can only be branched from one of its earlier steps");
+      if (atStep === undefined || (atStep === l.extra.step && !l.extra.ended)) {
+        if (l.extra.ended) throw new ApiError(409, "episode_done", "an ended episode can only be branched from one of its earlier steps");
         r = await this.rt.fork({ episode_id: id });
       } else {
-        const h = l.history.find(atStep);
-        if (!h) throw new ApiError(409, "nothing_to_undo", `no snapshot of step ${atStep} is held (the ones held: ${l.history.describe()})`);
+        const h = l.undo!.find(atStep);
+        if (!h) throw new ApiError(409, "nothing_to_undo", `no snapshot of step ${atStep} is held (the ones held: ${l.undo!.describe()})`);
         r = await this.rt.fork({ snapshot_id: h.snapshot_id });
       }
-      const child: Live = { page: l.page, scenarioId: l.scenarioId, mode: l.mode, queue: new SessionQueue(), ended: false, step: r.step, history: new UndoPoints(this.rt), agent: null };
-      this.live.set(r.episode_id, child);
+      const child = this.live.add(r.episode_id, l.owner, { scenarioId: l.extra.scenarioId, mode: l.extra.mode, ended: false, step: r.step, agent: null }, r.episode_id);
       const state: unknown = JSON.parse(await this.rt.state(r.episode_id));
       return { ...r, state, score: await this.scoreNow(r.episode_id).catch(scoreError), undo: this.undoInfo(child), parent: id };
     });
@@ -288,32 +288,30 @@ export class PlaySessions {
   claim(id: string, agent: string | null): void {
     const l = this.touch(id);
     if (agent !== null) this.checkAgent(l, agent);
-    l.agent = agent;
+    l.extra.agent = agent;
   }
 
   async close(id: string): Promise<void> {
-    if (!this.live.delete(id)) return;
-    // the runtime drops a close that reaches a worker while the watchdog is replacing it (the reply
-    // never comes); the episode is gone either way, so nobody waits on it for long
+    const l = this.live.remove(id, "closed");
+    if (!l) return;
+    // not after its queued requests (an agent run's step may be waiting on a model); the runtime
+    // drops a close that reaches a worker while the watchdog is replacing it (the reply never
+    // comes); the episode is gone either way, so nobody waits on it for long
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.rt.closeEpisode(id).catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+    await Promise.race([this.live.release(l, false).catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
     clearTimeout(timer);
   }
 
   /** The episode's page, or undefined when it is not open. */
   pageOf(id: string): string | undefined {
-    return this.live.get(id)?.page;
+    return this.live.find(id)?.owner;
   }
 
   /** Closes every episode a page started (the page was closed or reloaded). */
   async closePage(page: string): Promise<number> {
-    const ids = [...this.live].filter(([, l]) => l.page === page).map(([id]) => id);
+    const ids = this.live.all().filter((l) => l.owner === page).map((l) => l.id);
     for (const id of ids) await this.close(id);
     return ids.length;
-  }
-
-  private async sweep(cutoff: number): Promise<void> {
-    for (const [id, l] of [...this.live]) if (!l.agent && !l.queue.busy && l.queue.lastUsed < cutoff) await this.close(id);
   }
 
   count(): number {
@@ -321,14 +319,9 @@ export class PlaySessions {
   }
 
   async dispose(): Promise<void> {
-    this.sweeper.stop();
-    for (const id of [...this.live.keys()]) await this.close(id);
+    this.live.stopReaper();
+    for (const l of this.live.all()) await this.close(l.id);
   }
-}
-
-/** An episode this UI does not hold (the UI names its sessions by their episode). */
-function gone(id: string): Error {
-  return asApiError(sessionGone(id, undefined, " (closed, idle too long, or never started)", undefined, "episode"));
 }
 
 function final(r: StepResult): Score {

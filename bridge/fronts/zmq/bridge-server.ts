@@ -8,11 +8,11 @@ import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody, type Op, typ
 import { SERVER_VERSION } from "../../../protocol/server-version.js";
 import { compactStep } from "../../../protocol/step-wire.js";
 import type { EnvRuntime, ForkResult } from "../../core/engine/env-runtime.js";
+import type { StepResult } from "../../core/episode/episode.js";
 import { failureOf, FAILURES } from "../../core/sessions/failure-table.js";
-import { IdleReaper } from "../../core/sessions/idle-reaper.js";
 import { requireScenario } from "../../core/sessions/unknowns.js";
 import { RetryMemory } from "./retry-memory.js";
-import { SessionTable, type Session } from "./session-table.js";
+import { WireSessions, type Session } from "./wire-sessions.js";
 import { ZAP_DOMAIN } from "./zap-handler.js";
 
 export interface ServerLimits {
@@ -50,6 +50,8 @@ export interface BridgeServerOptions {
 type Result = Record<string, unknown>;
 /** What `op` answers, as its result schema (protocol/messages.ts) takes it: each handler is checked against it. */
 type WireResult<O extends Op> = z.input<(typeof RESULT_SCHEMAS)[O]>;
+/** What any op answers: `handle` returns one of these. */
+type AnyWireResult = { [O in Op]: WireResult<O> }[Op];
 type PreviousEpisode = NonNullable<WireResult<"reset">["info"]["previous_episode"]>;
 
 /**
@@ -63,13 +65,12 @@ export class BridgeServer {
   readonly replica: number;
   readonly limits: ServerLimits;
   private readonly socket = new Router();
-  private readonly sessions: SessionTable;
+  private readonly sessions: WireSessions;
   private readonly runtime: EnvRuntime;
   private readonly log: Logger;
   private readonly started = Date.now();
   private sendTail: Promise<void> = Promise.resolve();
   private loop: Promise<void> = Promise.resolve();
-  private reaper: IdleReaper | undefined;
   private inFlight = 0;
   private idle: (() => void) | null = null;
   private stopping = false;
@@ -83,7 +84,7 @@ export class BridgeServer {
     this.limits = { ...DEFAULT_SERVER_LIMITS, ...options.limits };
     this.runtime = options.runtime;
     this.log = options.logger;
-    this.sessions = new SessionTable(this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions, this.limits.maxSessionsPerClient ?? this.limits.maxSessions);
+    this.sessions = new WireSessions(this.runtime, this.replica, this.instance, options.previousInstances ?? [], this.limits.maxSessions, this.limits.maxSessionsPerClient ?? this.limits.maxSessions);
     this.socket.maxMessageSize = this.limits.maxFrameBytes;
     // a ROUTER silently drops a reply when the peer's queue is at its high-water mark; replies are
     // already bounded by max_in_flight, so queue them all rather than lose any
@@ -102,7 +103,7 @@ export class BridgeServer {
   async start(): Promise<string> {
     await this.socket.bind(this.options.endpoint);
     this.endpoint = this.socket.lastEndpoint ?? this.options.endpoint;
-    this.reaper = new IdleReaper(this.limits.idleTimeoutS * 1000, (cutoff) => this.reap(cutoff));
+    this.sessions.startReaper(this.limits.idleTimeoutS * 1000, (s) => this.reapOne(s), { after: () => this.dropIdleImports() });
     this.loop = this.receiveLoop();
     return this.endpoint;
   }
@@ -189,9 +190,8 @@ export class BridgeServer {
     reply(message);
   }
 
-  // the engine's StepResult and snapshot export are interfaces (no index signature) and a Buffer: they
-  // fit their schemas structurally but not `z.input`'s loose-object type, so those ops are not checked here
-  private async handle(req: Request, client: string): Promise<object> {
+  /** Every op's result is typed against its result schema (RESULT_SCHEMAS): a handler answering another shape does not compile. */
+  private async handle(req: Request, client: string): Promise<AnyWireResult> {
     switch (req.op) {
       case "hello":
         return {
@@ -237,44 +237,42 @@ export class BridgeServer {
       case "reset":
         return this.reset(req.scenario_id, req.seed, req.session_id, client, req.finish_previous === true);
       case "step":
-        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.step(needEpisode(s), req.action)));
+        return this.onSession(req.session_id, async (s) => wireStep(await this.runtime.step(needEpisode(s), req.action)));
       case "step_batch": {
         // any size up to the replica's session limit works; the schema's own bound is far above it
         if (req.steps.length > this.limits.maxSessions) throw new ProtocolError("too_large", `a step_batch holds at most max_sessions (${this.limits.maxSessions}) entries; got ${req.steps.length}`);
         const results = await Promise.all(
           req.steps.map((st) =>
             this.onSession(st.session_id, (s) => this.runtime.step(needEpisode(s), st.action)).then(
-              (result) => ({ ok: true as const, result: compactStep(result) }),
+              (result) => ({ ok: true as const, result: wireStep(result) }),
               (e: unknown) => ({ ok: false as const, error: errorBody(e) }),
             ),
           ),
         );
-        return { results };
+        return { results } satisfies WireResult<"step_batch">;
       }
       case "finish":
-        return this.onSession(req.session_id, async (s) => compactStep(await this.runtime.finish(needEpisode(s))));
+        return this.onSession(req.session_id, async (s) => wireStep(await this.runtime.finish(needEpisode(s))));
       case "state":
         return this.onSession(req.session_id, async (s): Promise<WireResult<"state">> => {
           const ep = needEpisode(s);
           return { state_json: await this.runtime.state(ep), state_hash: this.runtime.stateHash(ep) };
         });
       case "close": {
-        if (!this.sessions.has(req.session_id)) {
-          try {
-            this.sessions.get(req.session_id);
-          } catch (e) {
-            // closing twice (or closing what a replica restart already ended) is fine; closing
-            // what never existed here is a mistake worth reporting
-            if (e instanceof ProtocolError && (e.code === "session_closed" || e.code === "session_lost")) return { closed: true } satisfies WireResult<"close">;
-            throw e;
-          }
+        const s = this.sessions.find(req.session_id);
+        if (!s) {
+          // closing twice (or closing what a replica restart already ended) is fine; closing
+          // what never existed here is a mistake worth reporting
+          const e = this.sessions.gone(req.session_id);
+          if (e instanceof ProtocolError && (e.code === "session_closed" || e.code === "session_lost")) return { closed: true } satisfies WireResult<"close">;
+          throw e;
         }
         // in arrival order, as one of the session's requests: those queued before the close still
         // run, and those sent after it find the session closed (waiting for the queue to drain
         // outside it let a later request run first: a reset after the close opened an episode no
         // session owned, beyond --max-sessions)
-        const s = this.sessions.get(req.session_id);
-        await s.queue.run(() => (this.sessions.has(s.id) ? this.closeInOrder(s.id, "closed by the client") : undefined));
+        s.queue.lastUsed = Date.now();
+        await s.queue.run(() => (s.closed ? undefined : this.closeSession(s.id, "closed by the client", false)));
         return { closed: true } satisfies WireResult<"close">;
       }
       case "snapshot":
@@ -294,8 +292,8 @@ export class BridgeServer {
         return { dropped: await this.runtime.dropSnapshot(req.snapshot_id) } satisfies WireResult<"drop_snapshot">;
       case "export_snapshot": {
         const options = { version: SERVER_VERSION, maxBlobBytes: this.maxBlobBytes };
-        if (req.session_id !== undefined) return this.onSession(req.session_id, (s) => this.runtime.exportSnapshot({ episode_id: needEpisode(s) }, options));
-        return this.runtime.exportSnapshot({ snapshot_id: req.snapshot_id! }, options);
+        if (req.session_id !== undefined) return this.onSession(req.session_id, (s): Promise<WireResult<"export_snapshot">> => this.runtime.exportSnapshot({ episode_id: needEpisode(s) }, options));
+        return this.runtime.exportSnapshot({ snapshot_id: req.snapshot_id! }, options) satisfies Promise<WireResult<"export_snapshot">>;
       }
       case "import_snapshot":
         return this.runtime.importSnapshot(req.blob, { version: SERVER_VERSION, holder: client, maxBlobBytes: this.maxBlobBytes });
@@ -323,9 +321,9 @@ export class BridgeServer {
   private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean): Promise<WireResult<"reset">> {
     if (sessionId === undefined) {
       requireScenario(this.runtime.registry, scenarioId);
-      const s = this.sessions.open(client);
+      const s = this.sessions.openFor(client);
       try {
-        return await this.onSession(s.id, (sess) => this.startEpisode(sess, scenarioId, seed));
+        return await this.sessions.runOn(s, (sess) => this.startEpisode(sess, scenarioId, seed));
       } catch (e) {
         this.sessions.remove(s.id, "never started: its first reset failed");
         throw e;
@@ -336,17 +334,12 @@ export class BridgeServer {
       // then fails (an unknown scenario, an env fault) leaves the session with no episode (steps
       // answer `episode_done` until a reset succeeds), never with the old one still playing
       let previous: PreviousEpisode | undefined;
-      if (s.episodeId) {
-        const old = s.episodeId;
-        s.episodeId = null;
-        // finish_previous: score and record the running episode's end (as `finish` would) in this
-        // same request, so a client's reset of a live episode is one round trip, not two
-        if (finishPrevious) previous = await this.finishPrevious(old);
-        // not awaited: the close and the new reset reach the engine in one message, in that order,
-        // so a reset in place costs one thread hop, not two. The old episode is already forgotten
-        // here; a close that fails (its worker gone) leaves nothing the new episode depends on.
-        this.runtime.closeEpisode(old).catch((e: unknown) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
-      }
+      // finish_previous: score and record the running episode's end (as `finish` would) in this
+      // same request, so a client's reset of a live episode is one round trip, not two
+      if (s.episodeId && finishPrevious) previous = await this.finishPrevious(s.episodeId);
+      // not awaited: the close and the new reset reach the engine in one message, in that order,
+      // so a reset in place costs one thread hop, not two (the session service forgets it first)
+      this.sessions.endEpisode(s, (e, old) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
       requireScenario(this.runtime.registry, scenarioId);
       const r = await this.startEpisode(s, scenarioId, seed);
       if (previous) r.info.previous_episode = previous;
@@ -372,7 +365,7 @@ export class BridgeServer {
 
   /** Opens a session whose episode is a fork of a live episode or of a snapshot. */
   private async forkInto(source: { episode_id: string } | { snapshot_id: string }, from: { session_id?: string; snapshot_id?: string }, client: string): Promise<WireResult<"fork">> {
-    const s = this.sessions.open(client);
+    const s = this.sessions.openFor(client);
     try {
       const r = await this.runtime.fork(source);
       s.episodeId = r.episode_id;
@@ -398,50 +391,24 @@ export class BridgeServer {
     return { session_id: s.id, observation: r.observation, info: { ...r.info } };
   }
 
-  /** Runs `fn` on the session after its earlier requests (the session service's one ordering, session-queue.ts). */
+  /** Runs `fn` on the session after its earlier requests (the session service's one ordering). */
   private onSession<T>(sessionId: string, fn: (s: Session) => Promise<T>): Promise<T> {
-    let s: Session;
-    try {
-      s = this.sessions.get(sessionId);
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
-    return s.queue.run(() => {
-      // the session may have been closed while this request waited its turn
-      if (!this.sessions.has(s.id)) return this.sessions.get(s.id) as never;
-      return fn(s);
-    });
+    return this.sessions.run(sessionId, fn);
   }
 
-  /** Closes a session from inside its own queue (its earlier requests are done; later ones find it gone). */
-  private async closeInOrder(id: string, why: string): Promise<void> {
-    const s = this.sessions.remove(id, why);
+  /** Closes a session: from inside its own queue (`drain` false: its earlier requests are done) or after them. */
+  private async closeSession(id: string, why: string, drain = true): Promise<void> {
     this.recent.forgetSession(id);
-    if (s?.episodeId) {
-      const ep = s.episodeId;
-      s.episodeId = null;
-      await this.runtime.closeEpisode(ep);
-    }
+    await this.sessions.close(id, why, drain);
   }
 
-  private async closeSession(id: string, why: string): Promise<void> {
-    const s = this.sessions.remove(id, why);
-    this.recent.forgetSession(id);
-    if (s?.episodeId) {
-      const ep = s.episodeId;
-      s.episodeId = null;
-      // after the session's queued requests, so none of them runs on a closed episode
-      await s.queue.drained();
-      await this.runtime.closeEpisode(ep);
-    }
+  private async reapOne(s: Session): Promise<void> {
+    this.log.info({ session: s.id }, "closing idle session");
+    await this.closeSession(s.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s unused`);
   }
 
-  private async reap(cutoff: number): Promise<void> {
-    for (const s of this.sessions.idleSince(cutoff)) {
-      this.log.info({ session: s.id }, "closing idle session");
-      await this.closeSession(s.id, `closed by the idle reaper after ${this.limits.idleTimeoutS} s unused`);
-    }
-    // an imported snapshot belongs to no session: one its client forgot goes the same way
+  /** An imported snapshot belongs to no session: one its client forgot goes the way of an idle session. */
+  private async dropIdleImports(): Promise<void> {
     const dropped = await this.runtime.dropIdleImports(this.limits.idleTimeoutS * 1000);
     if (dropped) this.log.info({ dropped }, "dropped idle imported snapshots");
   }
@@ -459,7 +426,7 @@ export class BridgeServer {
   async stop(graceMs = 10_000): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.reaper?.stop();
+    this.sessions.stopReaper();
     if (this.inFlight > 0) {
       await Promise.race([new Promise<void>((r) => (this.idle = r)), new Promise((r) => setTimeout(r, graceMs))]);
     }
@@ -487,6 +454,16 @@ const BLOB_ENVELOPE_BYTES = 4096;
 function sessionOf(req: Request): string | null {
   const sid = (req as { session_id?: unknown }).session_id;
   return typeof sid === "string" ? sid : null;
+}
+
+/**
+ * A step result (step, finish, step_batch entries) as StepResultSchema takes it, compacted (each
+ * tool output once, step-wire.ts). The engine's `StepInfo` is an interface, which the schema's loose
+ * `info` object (an index signature) does not take as it is: its fields are spread into a literal, a
+ * shallow copy of a few fields, and the compiler checks every one of them against the schema.
+ */
+function wireStep(r: StepResult): WireResult<"step"> {
+  return compactStep({ observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: { ...r.info } });
 }
 
 function needEpisode(s: Session): string {
