@@ -102,11 +102,12 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
     def __init__(
         self,
         endpoints: Sequence[str] | str,
-        scenarios: Sequence[str] = (),
+        scenarios: str | Sequence[str] = (),
         seeds: Iterable[int] = (0,),
         mode: AgentMode = "fc",
         timeout: float = 60.0,
         max_turns: int = -1,
+        include_conversation: bool = False,
         **kwargs: Any,
     ) -> None:
         if _v is None:
@@ -117,7 +118,7 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
         self.mode: AgentMode = mode
         self.timeout = float(timeout)
         self._next = 0
-        rows = verifiers_rows(self.endpoints, scenarios, seeds, mode)
+        rows = verifiers_rows(self.endpoints, scenarios, seeds, mode, include_conversation)
         dataset = Dataset.from_list(rows)
         rubric = _v.Rubric(funcs=[self.envscaler_reward])
         rubric.add_metric(self.envscaler_env_fault)
@@ -197,6 +198,15 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
         return float(bool(state.get("envscaler_env_fault")))
 
 
-def load_environment(endpoints: Sequence[str] | str, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), mode: AgentMode = "fc", timeout: float = 60.0, max_turns: int = -1) -> Any:
-    """verifiers' entry point (``vf.load_environment("envscaler.adapters.verifiers_env", ...)``)."""
-    return EnvScalerMultiTurnEnv(endpoints, scenarios, seeds, mode=mode, timeout=timeout, max_turns=max_turns)
+def load_environment(
+    endpoints: Sequence[str] | str,
+    scenarios: str | Sequence[str] = (),
+    seeds: Iterable[int] = (0,),
+    mode: AgentMode = "fc",
+    timeout: float = 60.0,
+    max_turns: int = -1,
+    include_conversation: bool = False,
+) -> Any:
+    """verifiers' entry point (``vf.load_environment("envscaler.adapters.verifiers_env", ...)``);
+    task scenarios only unless ``include_conversation=True`` (a bridge with a simulated user)."""
+    return EnvScalerMultiTurnEnv(endpoints, scenarios, seeds, mode=mode, timeout=timeout, max_turns=max_turns, include_conversation=include_conversation)
