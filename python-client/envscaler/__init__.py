@@ -15,6 +15,7 @@ from .protocol import (
     ERROR_CODES,
     PROTOCOL_VERSION,
     BridgeError,
+    BridgeExited,
     BridgeTimeout,
     error_for,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "Bridge",
     "BridgeClient",
     "BridgeError",
+    "BridgeExited",
     "BridgeTimeout",
     "EnvScalerEnv",
     "EnvScalerVectorEnv",

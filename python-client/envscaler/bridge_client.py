@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import zmq
@@ -20,6 +20,7 @@ import zmq
 from .protocol import (
     PROTOCOL_VERSION,
     BridgeError,
+    BridgeExited,
     BridgeTimeout,
     CodecError,
     InternalError,
@@ -28,7 +29,7 @@ from .protocol import (
     packb,
     unpackb,
 )
-from .reachability import check_reachable
+from .reachability import BridgeNotRunning, check_reachable
 
 __all__ = ["BridgeClient", "CurveKeys", "apply_curve", "connect_dealer"]
 
@@ -57,6 +58,11 @@ S = TypeVar("S", bound="zmq.Socket[Any]")
 PROBE_AFTER_S = 1.0
 
 
+#: How often a client given a ``gone`` check (a launched bridge's process) asks it while a reply is
+#: late: a bridge that exited fails the call within this, not after the whole timeout. @unit seconds
+WATCH_EVERY_S = 0.5
+
+
 def connect_dealer(socket: S, endpoint: str, curve: CurveKeys | None) -> S:
     """Connects a new DEALER socket (a blocking or an asyncio one) to ``endpoint``; closes it if that fails."""
     socket.linger = 0  # close() never blocks on replies or requests nobody will read
@@ -80,10 +86,25 @@ class BridgeClient:
     ``timeout`` (seconds) bounds every request unless the call gives its own. ``curve`` holds the
     connection file's ``curve`` keys when the bridge requires CurveZMQ. Thread-safe: one lock
     serialises socket use (ZeroMQ sockets are not thread-safe).
+
+    ``gone``: says why the bridge can no longer answer (``Bridge.exited()`` of a launched bridge:
+    "bridge exited (exit code N)"), or None while it runs. Asked every ``WATCH_EVERY_S`` while a
+    reply is late; when it answers, the call raises :class:`~envscaler.BridgeExited` at once
+    instead of waiting out ``timeout``. Without it (only an endpoint) a dead bridge shows as the
+    timeout, whose message then says whether anything still listens at the endpoint.
     """
 
-    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.Context[zmq.Socket[bytes]] | None = None, retries: int = 0) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        timeout: float = 60.0,
+        curve: CurveKeys | None = None,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+        retries: int = 0,
+        gone: Callable[[], str | None] | None = None,
+    ) -> None:
         self.endpoint = endpoint
+        self.gone = gone
         self.timeout = float(timeout)
         self.retries = int(retries)
         self._ctx = context or zmq.Context.instance()
@@ -126,6 +147,7 @@ class BridgeClient:
         encodes each action to size it; walking a batch of them again cost ~1 µs per sub-env)."""
         with self._lock:
             self._check_open()
+            self._check_gone()  # a send to an exited bridge could block for the whole timeout
             rid = next(self._ids)
             frame = packb({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields}, checked=checked)
             self._pending[rid] = None
@@ -191,14 +213,18 @@ class BridgeClient:
                 while self._pending.get(rid) is None:
                     now = time.monotonic()
                     until = deadline if probe_at is None else min(deadline, probe_at)
-                    if until - now <= 0 or not self._receive(until - now):
-                        if self._pending.get(rid) is not None:
-                            break
-                        if probe_at is not None and time.monotonic() < deadline:
-                            probe_at = None
-                            check_reachable(self.endpoint)  # nothing there: BridgeNotRunning, naming the endpoint
-                            continue
-                        raise BridgeTimeout(f"no reply from {self.endpoint} within {timeout:g} s (is the bridge there still running?)")
+                    if self.gone is not None:
+                        until = min(until, now + WATCH_EVERY_S)
+                    if until - now > 0 and self._receive(until - now):
+                        continue
+                    self._check_gone()
+                    now = time.monotonic()
+                    if probe_at is not None and probe_at <= now < deadline:
+                        probe_at = None
+                        self._probe()  # nothing there: BridgeNotRunning, naming the endpoint
+                        continue
+                    if now >= deadline:
+                        raise BridgeTimeout(f"no reply from {self.endpoint} within {timeout:g} s ({self._silence_hint()})")
                 reply = self._pending[rid]
                 assert reply is not None
                 self._pending.pop(rid, None)
@@ -211,6 +237,26 @@ class BridgeClient:
                 # given up on: a late reply to this id is discarded from now on
                 self._pending.pop(rid, None)
                 raise
+
+    def _check_gone(self) -> None:
+        why = self.gone() if self.gone is not None else None
+        if why:
+            raise BridgeExited(f"{why}: no reply will come from {self.endpoint}")
+
+    def _probe(self) -> None:
+        try:
+            check_reachable(self.endpoint)
+        except BridgeNotRunning:
+            self._check_gone()  # a launched bridge that exited says so, not "start one with serve"
+            raise
+
+    def _silence_hint(self) -> str:
+        """Why a reply may not have come, for the timeout's message."""
+        try:
+            check_reachable(self.endpoint, timeout=1.0)
+        except BridgeNotRunning:
+            return f"nothing accepts connections at {self.endpoint} any more: the bridge has most likely exited"
+        return "the bridge may be gone, or be busy for longer than that; is it still running?"
 
     def _receive(self, wait: float) -> bool:
         """Receives one message, waiting up to ``wait`` seconds; False if none came.

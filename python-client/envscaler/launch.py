@@ -108,8 +108,21 @@ class Bridge:
         return self.process.pid if self.process else self.connection.get("pid")
 
     def client(self, replica: int = 0, timeout: float = 60.0) -> BridgeClient:
-        """A BridgeClient for replica ``replica``, with the CurveZMQ keys if the bridge needs them."""
-        return BridgeClient(self.endpoints[replica], timeout=timeout, curve=self.curve)
+        """A BridgeClient for replica ``replica``, with the CurveZMQ keys if the bridge needs them
+        (and, for a launched bridge, the watch on its process: see :meth:`exited`)."""
+        return BridgeClient(self.endpoints[replica], timeout=timeout, curve=self.curve, gone=self.exited if self.process else None)
+
+    def exited(self) -> str | None:
+        """Why this launched bridge can answer no more ("bridge exited (exit code N)", with where its
+        log is), or None while its process runs (and always None for a bridge only connected to:
+        its process is not ours to watch)."""
+        if self.process is None:
+            return None
+        code = self.process.poll()
+        if code is None:
+            return None
+        where = f"; its log: {self.log_path}" if self.log_path and os.path.exists(self.log_path) else ""
+        return f"bridge exited (exit code {code}){where}"
 
     def replica_pids(self) -> list[int]:
         """The pids of the replica processes (children of the serve process), lowest first."""

@@ -16,6 +16,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "BadRequest",
     "BridgeError",
+    "BridgeExited",
     "BridgeTimeout",
     "CodecError",
     "EngineUnavailable",
@@ -257,6 +258,13 @@ class BridgeTimeout(BridgeError, TimeoutError):
     """No reply within the client's timeout. Not a protocol code: the bridge never sends it."""
 
     code = "timeout"
+
+
+class BridgeExited(BridgeError):
+    """The bridge process this client was given (an ``envscaler.launch()`` Bridge) has exited, so no
+    reply will come. Not a protocol code: the client sees it, the bridge never sends it."""
+
+    code = "bridge_exited"
 
 
 class BadRequest(BridgeError):

@@ -16,28 +16,71 @@ import fnmatch
 import itertools
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent import system_prompt
 from ..bridge_client import BridgeClient, CurveKeys
 from ..episode_logic import REOPEN_SESSION
-from ..protocol import BridgeError, EpisodeDone
+from ..protocol import (
+    BridgeError,
+    BridgeExited,
+    BridgeTimeout,
+    EngineUnavailable,
+    EpisodeDone,
+    InternalError,
+    Overloaded,
+    SessionClosed,
+    SessionLost,
+    ShuttingDown,
+    TooManySessions,
+    UnknownSession,
+    UserSimulatorFailed,
+)
+from ..reachability import BridgeNotRunning
 
-__all__ = ["BridgeEpisode", "EndpointPool", "EpisodeEnd", "EpisodeInfrastructureError", "endpoints_of", "prompt_messages"]
+__all__ = ["INFRA_AT_RESET", "BridgeEpisode", "EndpointPool", "EpisodeEnd", "EpisodeInfrastructureError", "endpoints_of", "match_scenarios", "prompt_messages"]
 
 
 class EpisodeInfrastructureError(RuntimeError):
     """The bridge could not run an episode (no reply, replica restarted, session reaped, overloaded,
     engine gone, a bug of ours): not something the policy did, so never a reward of 0.
 
-    ``cause`` is the :class:`~envscaler.BridgeError` (its ``code`` names the failure)."""
+    ``cause`` is the :class:`~envscaler.BridgeError` (its ``code`` names the failure), or the
+    :class:`~envscaler.reachability.BridgeNotRunning` of a bridge nothing listens for any more
+    (``code`` ``"bridge_not_running"``)."""
 
-    def __init__(self, message: str, cause: BridgeError) -> None:
+    def __init__(self, message: str, cause: BridgeError | BridgeNotRunning) -> None:
         super().__init__(message)
         self.cause = cause
-        self.code = cause.code
+        self.code = cause.code if isinstance(cause, BridgeError) else "bridge_not_running"
+
+
+#: What a reset can fail with that is the bridge's doing, not the caller's (``UnknownScenario``,
+#: ``BadRequest``) nor the env's (``EnvFault``, ``EnvLoadFailed``, ``ScenarioQuarantined``): these
+#: become :class:`EpisodeInfrastructureError`, like any failure of a step.
+INFRA_AT_RESET: tuple[type[BaseException], ...] = (
+    BridgeTimeout,
+    BridgeExited,
+    BridgeNotRunning,
+    SessionClosed,
+    SessionLost,
+    UnknownSession,
+    TooManySessions,
+    Overloaded,
+    EngineUnavailable,
+    ShuttingDown,
+    InternalError,
+    UserSimulatorFailed,
+)
+
+
+def watch_of(bridge: Any) -> Callable[[], str | None] | None:
+    """A launched :class:`~envscaler.Bridge`'s ``exited`` check (its clients fail at once when its
+    process has exited); None for endpoints, which have no process to watch."""
+    exited = getattr(bridge, "exited", None)
+    return exited if callable(exited) and getattr(bridge, "process", None) is not None else None
 
 
 def endpoints_of(bridge: Any) -> tuple[list[str], CurveKeys | None]:
@@ -59,6 +102,7 @@ class EndpointPool:
     def __init__(self, bridge: Any, timeout: float = 60.0, curve: CurveKeys | None = None) -> None:
         self.endpoints, found_curve = endpoints_of(bridge)
         self.curve = curve if curve is not None else found_curve
+        self.gone = watch_of(bridge)
         self.timeout = float(timeout)
         self._clients: dict[int, BridgeClient] = {}
         self._lock = threading.Lock()
@@ -72,7 +116,7 @@ class EndpointPool:
                 raise RuntimeError("the EndpointPool is closed")
             c = self._clients.get(replica)
             if c is None or c.closed:
-                c = self._clients[replica] = BridgeClient(self.endpoints[replica], timeout=self.timeout, curve=self.curve)
+                c = self._clients[replica] = BridgeClient(self.endpoints[replica], timeout=self.timeout, curve=self.curve, gone=self.gone)
             return c
 
     def episode(self) -> BridgeEpisode:
@@ -155,27 +199,35 @@ class BridgeEpisode:
     def live(self) -> bool:
         return self._box[0] is not None and self.end is None and self.failure is None and bool(self.info)
 
-    def _infra(self, what: str, e: BridgeError) -> EpisodeInfrastructureError:
-        err = EpisodeInfrastructureError(f"{what} failed on replica {self.replica} ({self.client.endpoint}): {e.code}: {e}", e)
+    def _infra(self, what: str, e: BridgeError | BridgeNotRunning) -> EpisodeInfrastructureError:
+        # str(BridgeError) already starts with its code ("timeout: no reply ..."): not repeated here
+        detail = str(e) if isinstance(e, BridgeError) else f"bridge_not_running: {e}"
+        err = EpisodeInfrastructureError(f"{what} failed on replica {self.replica} ({self.client.endpoint}): {detail}", e)
         self.failure = err
         return err
 
     def reset(self, scenario_id: str, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         """Starts (scenario, seed) on this holder's session, or on a new one if it has none or it is gone.
 
-        Raises what the bridge raised: ``UnknownScenario`` and the like are the caller's mistake;
-        an env fault during reset (``EnvFault``) is the env's."""
+        A failure of the bridge (:data:`INFRA_AT_RESET`: no reply, nothing listening, the bridge
+        exited, overloaded, ...) is recorded and raised as :class:`EpisodeInfrastructureError`, as
+        for a step. Other errors are raised as the bridge gave them: ``UnknownScenario`` and the
+        like are the caller's mistake; an env fault during reset (``EnvFault``) is the env's."""
         if self._finalizer is not None and not self._finalizer.alive:
             raise RuntimeError("the episode holder is closed")
         self.info, self.observation, self.end, self.failure, self.steps = {}, "", None, None, 0
         sid = self._box[0]
         try:
-            result = self.client.reset(scenario_id, seed=seed, session_id=sid)
-        except REOPEN_SESSION:
-            if sid is None:
-                raise
-            self._box[0] = None
-            result = self.client.reset(scenario_id, seed=seed)
+            try:
+                result = self.client.reset(scenario_id, seed=seed, session_id=sid)
+            except REOPEN_SESSION:
+                if sid is None:
+                    raise
+                self._box[0] = None
+                result = self.client.reset(scenario_id, seed=seed)
+        except INFRA_AT_RESET as e:
+            assert isinstance(e, (BridgeError, BridgeNotRunning))
+            raise self._infra("reset", e) from e
         self._box[0] = str(result["session_id"])
         self.info = dict(result.get("info") or {})
         self.observation = str((result.get("observation") or {}).get("content", ""))
@@ -198,7 +250,7 @@ class BridgeEpisode:
             r = self.client.step(sid, action)
         except EpisodeDone:
             return None
-        except BridgeError as e:
+        except (BridgeError, BridgeNotRunning) as e:
             raise self._infra("step", e) from e
         self.steps += 1
         self._record(r)
@@ -220,7 +272,7 @@ class BridgeEpisode:
             raise RuntimeError("reset() the episode before finishing it")
         try:
             self._record(self.client.finish(sid))
-        except BridgeError as e:
+        except (BridgeError, BridgeNotRunning) as e:
             raise self._infra("finish", e) from e
         assert self.end is not None
         return self.end
@@ -240,14 +292,44 @@ def tools_of(info: dict[str, Any]) -> Sequence[dict[str, Any]]:
     return list(info.get("tools") or [])
 
 
-def match_scenarios(listed: Sequence[dict[str, Any]], patterns: Sequence[str] = (), what: str = "scenario on the bridge") -> list[dict[str, Any]]:
+#: how many ids a pattern error lists before "and N more"
+SHOWN_IDS = 10
+
+
+def match_scenarios(
+    listed: Sequence[dict[str, Any]],
+    patterns: str | Sequence[str] = (),
+    what: str = "scenario on the bridge",
+    *,
+    left_out: Sequence[dict[str, Any]] = (),
+    left_out_why: str = "",
+) -> list[dict[str, Any]]:
     """The scenarios (as ``list_scenarios`` gives them) that ``patterns`` name, in pattern order and
-    each once: a pattern is an env id or a glob over scenario ids (none: all). A pattern that matches
-    nothing is an error naming it (a typo must not shrink a dataset silently)."""
+    each once: a pattern is an env id or a glob over scenario ids (none: all); a single str is one
+    pattern. A pattern that matches nothing is an error naming it and listing the ids there are (a
+    typo must not shrink a dataset silently); if it matches scenarios of ``left_out`` (scenarios
+    the caller excluded), the error names them and adds ``left_out_why``."""
     chosen: list[dict[str, Any]] = []
-    for p in patterns or ["*"]:
-        hits = [s for s in listed if s["env_id"] == p or fnmatch.fnmatchcase(s["scenario_id"], p)]
+    # a str is a Sequence[str] of its letters: "library-*" must be one pattern, not 9
+    for p in [patterns] if isinstance(patterns, str) else (patterns or ["*"]):
+        hits = _matching(listed, p)
         if not hits:
-            raise ValueError(f"scenario pattern {p!r} matches no {what}")
+            excluded = _matching(left_out, p)
+            if excluded:
+                ids = ", ".join(str(s["scenario_id"]) for s in excluded[:SHOWN_IDS])
+                raise ValueError(f"scenario pattern {p!r} matches no {what}, only scenarios left out ({ids}): {left_out_why}")
+            raise ValueError(f"scenario pattern {p!r} matches no {what}; {_available(listed)}")
         chosen += [h for h in hits if h not in chosen]
     return chosen
+
+
+def _matching(listed: Sequence[dict[str, Any]], pattern: str) -> list[dict[str, Any]]:
+    return [s for s in listed if s["env_id"] == pattern or fnmatch.fnmatchcase(s["scenario_id"], pattern)]
+
+
+def _available(listed: Sequence[dict[str, Any]]) -> str:
+    ids = [str(s["scenario_id"]) for s in listed]
+    if not ids:
+        return "there are none"
+    more = f" and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+    return f"there are {len(ids)}: {', '.join(ids[:SHOWN_IDS])}{more}"

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..bridge_client import BridgeClient, CurveKeys
 from ..transcript import AgentMode
-from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages
+from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages, watch_of
 
 __all__ = ["Opening", "openings"]
 
@@ -51,12 +51,13 @@ class Opening:
 
 def openings(
     bridge: Any,
-    scenarios: Sequence[str] = (),
+    scenarios: str | Sequence[str] = (),
     seeds: Iterable[int] = (0,),
     mode: AgentMode = "fc",
     *,
     listed: Sequence[dict[str, Any]] | None = None,
-    what: str = "scenario on the bridge",
+    include_conversation: bool = False,
+    what: str | None = None,
     timeout: float = 60.0,
     curve: CurveKeys | None = None,
 ) -> Generator[Opening, None, None]:
@@ -68,6 +69,12 @@ def openings(
     the pool, on its next replica; the pool's clients stay open). ``scenarios``: patterns for
     ``match_scenarios`` over ``listed`` (default: the bridge's ``list_scenarios``); ``what`` names
     the scenarios in its error. ``mode``: the opening messages' mode (``fc`` or ``prompt``).
+
+    ``include_conversation``: whether conversation scenarios are in (default: task scenarios only).
+    A conversation scenario needs a bridge with a simulated user (``serve --user-model``); on one
+    without, its episode ends at the agent's first text reply (``no_user``) and is still scored, so
+    a dataset must not pick them up unasked. A pattern naming only conversation scenarios is then
+    an error that says so.
 
     Nothing is sent until the first ``next()``. The session (and a client of its own) is closed when
     the iteration ends, raises, or is closed early: use ``contextlib.closing(openings(...))`` when
@@ -82,8 +89,15 @@ def openings(
             client = bridge.client(0)
         else:
             endpoints, found = endpoints_of(bridge)
-            client = own = BridgeClient(endpoints[0], timeout=timeout, curve=curve if curve is not None else found)
-        chosen = match_scenarios(client.list_scenarios() if listed is None else listed, scenarios, what)
+            client = own = BridgeClient(endpoints[0], timeout=timeout, curve=curve if curve is not None else found, gone=watch_of(bridge))
+        pool = client.list_scenarios() if listed is None else list(listed)
+        if include_conversation:
+            chosen = match_scenarios(pool, scenarios, what or "scenario on the bridge")
+        else:
+            tasks = [s for s in pool if s.get("mode") != "conversation"]
+            convs = [s for s in pool if s.get("mode") == "conversation"]
+            why = "conversation scenarios need a bridge with a simulated user (serve --user-model); pass include_conversation=True to include them"
+            chosen = match_scenarios(tasks, scenarios, what or "task scenario on the bridge", left_out=convs, left_out_why=why)
         episode = bridge.episode() if isinstance(bridge, EndpointPool) else BridgeEpisode(client, 0)
         for s in chosen:
             for seed in seed_list:

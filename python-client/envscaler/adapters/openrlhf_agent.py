@@ -118,9 +118,11 @@ class AgentExecutor(_ExecutorBase):  # type: ignore[misc]
         super().__init__(AgentInstance)
 
 
-def openrlhf_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,)) -> list[dict[str, Any]]:
+def openrlhf_rows(bridge: Any, scenarios: str | Sequence[str] = (), seeds: Iterable[int] = (0,), include_conversation: bool = False) -> list[dict[str, Any]]:
     """Rows for OpenRLHF's prompt dataset: ``prompt`` (the agent's system prompt and task, chat
     messages for ``--data.apply_chat_template``) and ``label`` (JSON ``{"scenario_id", "seed"}``).
-    ``scenarios``: ids or globs (default: all); each (scenario, seed) is reset once to read its opening."""
-    with closing(openings(bridge, scenarios, seeds, mode="prompt")) as opened:
+    ``scenarios``: ids or globs (default: all task scenarios; ``include_conversation=True`` adds
+    conversation scenarios, which need a bridge with a simulated user); each (scenario, seed) is
+    reset once to read its opening."""
+    with closing(openings(bridge, scenarios, seeds, mode="prompt", include_conversation=include_conversation)) as opened:
         return [{"prompt": o.messages, "label": json.dumps({"scenario_id": o.scenario_id, "seed": o.seed})} for o in opened]

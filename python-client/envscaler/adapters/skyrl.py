@@ -116,8 +116,15 @@ class EnvScalerTextEnv(_Base):  # type: ignore[misc]  # the base is chosen at im
         return {"observations": [], "reward": end.reward, "done": True, "metadata": metadata}
 
     def get_metrics(self) -> dict[str, Any]:
-        end = self._episode.end
-        return {"steps": self._episode.steps, "env_faults": self._faults, "success": float(end is not None and end.reward >= 1 - 1e-9)}
+        """``steps``, ``env_faults``, ``infra_failures`` (1.0 when the bridge failed the episode) and
+        ``success`` (reward 1). An episode the bridge failed has no ``success``: it says nothing about
+        the task, and skyrl-gym's default aggregation averages each key over the episodes that have
+        it, so the success rate stays over the episodes that were played out."""
+        end, failed = self._episode.end, self._episode.failure is not None
+        metrics: dict[str, Any] = {"steps": self._episode.steps, "env_faults": self._faults, "infra_failures": float(failed)}
+        if not failed:
+            metrics["success"] = float(end is not None and end.reward >= 1 - 1e-9)
+        return metrics
 
     def close(self) -> None:
         """Closes the episode's session (SkyRL calls this when the trajectory is done)."""
@@ -132,11 +139,20 @@ def register(env_id: str = ENV_CLASS) -> None:
         skyrl_gym.register(id=env_id, entry_point="envscaler.adapters.skyrl:EnvScalerTextEnv")
 
 
-def skyrl_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), env_class: str = ENV_CLASS, data_source: str = "envscaler") -> list[dict[str, Any]]:
+def skyrl_rows(
+    bridge: Any,
+    scenarios: str | Sequence[str] = (),
+    seeds: Iterable[int] = (0,),
+    env_class: str = ENV_CLASS,
+    data_source: str = "envscaler",
+    include_conversation: bool = False,
+) -> list[dict[str, Any]]:
     """Dataset rows in SkyRL's shape: ``prompt`` (the opening, as ``init`` returns it), ``env_class``,
     ``data_source``, ``extra_info`` (``scenario_id``, ``seed``, ``env_id``). ``scenarios``: ids or
-    globs (default: all). Each (scenario, seed) is reset once to read its opening."""
-    with closing(openings(bridge, scenarios, seeds)) as opened:
+    globs (default: all task scenarios); ``include_conversation=True`` adds conversation scenarios
+    (they need a bridge with a simulated user, ``serve --user-model``). Each (scenario, seed) is
+    reset once to read its opening."""
+    with closing(openings(bridge, scenarios, seeds, include_conversation=include_conversation)) as opened:
         return [
             {
                 "prompt": o.messages,

@@ -145,7 +145,7 @@ async def play_tokens(
     try:
         res = await (agent.run(env, prefix=prefix) if prefix is not None else agent.run(env, scenario_id, seed=seed))
     except BridgeError as e:
-        raise EpisodeInfrastructureError(f"the bridge failed during {scenario_id or 'a continuation'}: {e.code}: {e}", e) from e
+        raise EpisodeInfrastructureError(f"the bridge failed during {scenario_id or 'a continuation'}: {e}", e) from e
     crash = [f for f in res.failures if f["kind"] == "policy_error" and not f["message"].startswith(_BudgetSpent.__name__)]
     if crash:  # the trainer's generate failed: that is not an episode to train on
         raise RuntimeError(f"generate failed in {res.scenario_id}: {crash[0]['message']}")

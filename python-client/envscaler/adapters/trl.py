@@ -22,7 +22,8 @@ user, so conversation scenarios are refused here (they need a ``rollout_func``).
 Failures, the trainer's way: the agent's mistakes are observations (the bridge answers them);
 TRL turns an exception in a tool into an error observation, so a tool that hits an infrastructure
 failure records it and ``get_reward()`` raises :class:`EpisodeInfrastructureError`, which stops
-the step instead of scoring the rollout 0. An episode the env itself faulted (``env_fault``) is
+the step instead of scoring the rollout 0; a reset that fails on the bridge raises it from
+``reset``. With ``on_infra_error="skip"`` both leave the rollout unscored (logged) instead. An episode the env itself faulted (``env_fault``) is
 unscorable: ``get_reward()`` returns None, which TRL leaves out of the group's baseline.
 """
 
@@ -234,7 +235,13 @@ class _EnvScalerTRLEnv:
             raise ValueError(f"scenario {scenario_id!r} is not one of env {self._envscaler_env_id}'s (its rows go to another environment)")
         if scenario.get("mode") == "conversation":
             raise ValueError(f"scenario {scenario_id!r} is a conversation: TRL's tool loop has no turn for its simulated user (use task scenarios)")
-        self._episode.reset(scenario_id, None if seed is None else int(seed))
+        try:
+            self._episode.reset(scenario_id, None if seed is None else int(seed))
+        except EpisodeInfrastructureError as e:
+            if self._envscaler_on_infra_error == "raise":
+                raise
+            # recorded on the episode: the tools answer with it and get_reward() returns None
+            log.warning("envscaler: %s (rollout left unscored)", e)
         return None
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
@@ -313,7 +320,7 @@ class TRLEnvironments:
         """The bridge's tool schemas of an env (what the generated methods stand for)."""
         return [t for e in self.pool.client(0).list_envs() if e["env_id"] == env_id for t in e.get("tools") or []]
 
-    def dataset(self, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), repeat: int = 1) -> Any:
+    def dataset(self, scenarios: str | Sequence[str] = (), seeds: Iterable[int] = (0,), repeat: int = 1) -> Any:
         """A ``datasets.Dataset`` with one row per (scenario, seed): ``prompt`` (the agent's system
         prompt and the task, as ``envscaler.Agent`` opens an episode), ``environment`` (env id),
         ``scenario_id`` and ``seed``. ``scenarios``: ids, globs or env ids (default: every task
@@ -325,7 +332,7 @@ class TRLEnvironments:
         rows = self.rows(scenarios, seeds)
         return Dataset.from_list([r for r in rows for _ in range(max(1, int(repeat)))])
 
-    def rows(self, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,)) -> list[dict[str, Any]]:
+    def rows(self, scenarios: str | Sequence[str] = (), seeds: Iterable[int] = (0,)) -> list[dict[str, Any]]:
         """The dataset's rows as plain dicts (what ``dataset`` wraps)."""
         pool_ids = [s for s in self.scenarios if s["env_id"] in self.env_classes and s.get("mode") != "conversation"]
         with closing(openings(self.pool, scenarios, seeds, listed=pool_ids, what="task scenario of the chosen envs")) as opened:

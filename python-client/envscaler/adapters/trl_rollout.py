@@ -141,14 +141,22 @@ class TRLRollout:
 
     # ------------------------------------------------------------------ the dataset
 
-    def rows(self, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), prefix_actions: Mapping[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self,
+        scenarios: str | Sequence[str] = (),
+        seeds: Iterable[int] = (0,),
+        prefix_actions: Mapping[str, Sequence[Any]] | None = None,
+        include_conversation: bool = True,
+    ) -> list[dict[str, Any]]:
         """One row per (scenario, seed): ``prompt`` (the agent's opening, its first message carrying
         the row as ``envscaler_row``), ``scenario_id``, ``seed``. ``scenarios``: ids, globs or env
-        ids (default: all, conversations included); ``prefix_actions``: ``{scenario_id: actions}``
-        for fork groups. Each (scenario, seed) is reset once to read its opening."""
+        ids (default: all, conversations included: this is the adapter for them, and its bridge is
+        meant to have a simulated user; ``include_conversation=False`` keeps task scenarios only);
+        ``prefix_actions``: ``{scenario_id: actions}`` for fork groups. Each (scenario, seed) is
+        reset once to read its opening."""
         prefixes = dict(prefix_actions or {})
         rows = []
-        with closing(openings(self.endpoints, scenarios, seeds, self.mode, timeout=self.timeout, curve=self.curve)) as opened:
+        with closing(openings(self.endpoints, scenarios, seeds, self.mode, timeout=self.timeout, curve=self.curve, include_conversation=include_conversation)) as opened:
             for o in opened:
                 row = {"scenario_id": o.scenario_id, "seed": o.seed, "prefix_actions": list(prefixes.get(o.scenario_id, []))}
                 prompt: list[dict[str, Any]] = [dict(m) for m in o.messages]
@@ -156,11 +164,17 @@ class TRLRollout:
                 rows.append({"prompt": prompt, "scenario_id": o.scenario_id, "seed": o.seed})
         return rows
 
-    def dataset(self, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), prefix_actions: Mapping[str, Sequence[Any]] | None = None) -> Any:
+    def dataset(
+        self,
+        scenarios: str | Sequence[str] = (),
+        seeds: Iterable[int] = (0,),
+        prefix_actions: Mapping[str, Sequence[Any]] | None = None,
+        include_conversation: bool = True,
+    ) -> Any:
         """:meth:`rows` as a ``datasets.Dataset``."""
         from datasets import Dataset  # the [train] extra
 
-        return Dataset.from_list(self.rows(scenarios, seeds, prefix_actions))
+        return Dataset.from_list(self.rows(scenarios, seeds, prefix_actions, include_conversation))
 
     # ------------------------------------------------------------------ the rollout_func
 

@@ -65,11 +65,14 @@ def _client(endpoint: str, timeout: float) -> AsyncBridgeClient:
     return c
 
 
-def verifiers_rows(bridge: Any, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), mode: AgentMode = "fc") -> list[dict[str, Any]]:
+def verifiers_rows(bridge: Any, scenarios: str | Sequence[str] = (), seeds: Iterable[int] = (0,), mode: AgentMode = "fc", include_conversation: bool = False) -> list[dict[str, Any]]:
     """One row per (scenario, seed): ``prompt`` (the opening messages), ``info`` (JSON text:
-    ``scenario_id``, ``seed``, ``env_id``, ``tool_defs`` in fc mode) and ``answer`` (empty). ``scenarios``: ids or globs (default: all). Each (scenario, seed) is reset once to read its opening."""
+    ``scenario_id``, ``seed``, ``env_id``, ``tool_defs`` in fc mode) and ``answer`` (empty).
+    ``scenarios``: ids or globs (default: all task scenarios; ``include_conversation=True`` adds
+    conversation scenarios, which need a bridge with a simulated user). Each (scenario, seed) is
+    reset once to read its opening."""
     rows = []
-    with closing(openings(bridge, scenarios, seeds, mode)) as opened:
+    with closing(openings(bridge, scenarios, seeds, mode, include_conversation=include_conversation)) as opened:
         for o in opened:
             tools = [_tool_def(t) for t in o.tools]
             meta: dict[str, Any] = {"scenario_id": o.scenario_id, "seed": o.seed, "env_id": o.env_id}
@@ -99,11 +102,12 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
     def __init__(
         self,
         endpoints: Sequence[str] | str,
-        scenarios: Sequence[str] = (),
+        scenarios: str | Sequence[str] = (),
         seeds: Iterable[int] = (0,),
         mode: AgentMode = "fc",
         timeout: float = 60.0,
         max_turns: int = -1,
+        include_conversation: bool = False,
         **kwargs: Any,
     ) -> None:
         if _v is None:
@@ -114,7 +118,7 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
         self.mode: AgentMode = mode
         self.timeout = float(timeout)
         self._next = 0
-        rows = verifiers_rows(self.endpoints, scenarios, seeds, mode)
+        rows = verifiers_rows(self.endpoints, scenarios, seeds, mode, include_conversation)
         dataset = Dataset.from_list(rows)
         rubric = _v.Rubric(funcs=[self.envscaler_reward])
         rubric.add_metric(self.envscaler_env_fault)
@@ -129,7 +133,7 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
         try:
             obs, reset_info = await env.reset(seed=info.get("seed"), options={"scenario_id": info["scenario_id"]})
         except BridgeError as e:
-            raise EpisodeInfrastructureError(f"reset of {info['scenario_id']} failed: {e.code}: {e}", e) from e
+            raise EpisodeInfrastructureError(f"reset of {info['scenario_id']} failed: {e}", e) from e
         state["envscaler_episode_id"] = reset_info.get("episode_id")
         prompt = list(state["prompt"])
         prompt[-1] = _v.types.UserMessage(content=obs)  # the live opening (a simulated user's may differ from the row's)
@@ -152,7 +156,7 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
         try:
             obs, reward, terminated, truncated, info = await env.step(action)
         except BridgeError as e:
-            raise EpisodeInfrastructureError(f"step failed: {e.code}: {e}", e) from e
+            raise EpisodeInfrastructureError(f"step failed: {e}", e) from e
         self._check(info)
         replies = observation_messages(assistant_message(action, info), info.get("observation") or {}, obs, self.mode)
         out = [_v.types.ToolMessage(content=str(m["content"]), tool_call_id=str(m["tool_call_id"])) if m["role"] == "tool" else _v.types.UserMessage(content=str(m["content"])) for m in replies]
@@ -194,6 +198,15 @@ class EnvScalerMultiTurnEnv(_Base):  # type: ignore[misc]  # verifiers' MultiTur
         return float(bool(state.get("envscaler_env_fault")))
 
 
-def load_environment(endpoints: Sequence[str] | str, scenarios: Sequence[str] = (), seeds: Iterable[int] = (0,), mode: AgentMode = "fc", timeout: float = 60.0, max_turns: int = -1) -> Any:
-    """verifiers' entry point (``vf.load_environment("envscaler.adapters.verifiers_env", ...)``)."""
-    return EnvScalerMultiTurnEnv(endpoints, scenarios, seeds, mode=mode, timeout=timeout, max_turns=max_turns)
+def load_environment(
+    endpoints: Sequence[str] | str,
+    scenarios: str | Sequence[str] = (),
+    seeds: Iterable[int] = (0,),
+    mode: AgentMode = "fc",
+    timeout: float = 60.0,
+    max_turns: int = -1,
+    include_conversation: bool = False,
+) -> Any:
+    """verifiers' entry point (``vf.load_environment("envscaler.adapters.verifiers_env", ...)``);
+    task scenarios only unless ``include_conversation=True`` (a bridge with a simulated user)."""
+    return EnvScalerMultiTurnEnv(endpoints, scenarios, seeds, mode=mode, timeout=timeout, max_turns=max_turns, include_conversation=include_conversation)

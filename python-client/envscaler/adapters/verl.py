@@ -191,21 +191,24 @@ if _register is not None:
 
 def verl_rows(
     bridge: Any,
-    scenarios: Sequence[str] = (),
+    scenarios: str | Sequence[str] = (),
     seeds: Iterable[int] = (0,),
     mode: AgentMode = "fc",
     prefix_actions: dict[str, Sequence[Any]] | None = None,
     data_source: str = "envscaler",
+    include_conversation: bool = False,
 ) -> list[dict[str, Any]]:
     """Rows for verl's parquet dataset, one per (scenario, seed): ``prompt`` (the agent's opening
     messages: verl's dataset filters on its length and hands it on as ``raw_prompt``; the loop plays
     the bridge's own opening), ``agent_name`` (``envscaler``), ``data_source``, ``reward_model``
     (``{"style": "rule", "ground_truth": ""}``: the reward is the episode's) and ``extra_info``
     (``scenario_id``, ``seed``, ``env_id``, ``index`` and, for a fork group, ``prefix_actions`` as
-    JSON). ``scenarios``: ids or globs (default: all); ``prefix_actions``: ``{scenario_id: actions}``."""
+    JSON). ``scenarios``: ids or globs (default: all task scenarios; ``include_conversation=True`` adds
+    conversation scenarios, which need a bridge with a simulated user, ``serve --user-model``);
+    ``prefix_actions``: ``{scenario_id: actions}``."""
     prefixes = dict(prefix_actions or {})
     rows: list[dict[str, Any]] = []
-    with closing(openings(bridge, scenarios, seeds, mode)) as opened:
+    with closing(openings(bridge, scenarios, seeds, mode, include_conversation=include_conversation)) as opened:
         for o in opened:
             extra: dict[str, Any] = {"scenario_id": o.scenario_id, "seed": o.seed, "env_id": o.env_id, "index": len(rows)}
             if o.scenario_id in prefixes:
