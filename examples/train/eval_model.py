@@ -37,7 +37,10 @@ def tracked_env_class() -> type:
     from envscaler import AsyncEnvScalerEnv
 
     class TrackedEnv(AsyncEnvScalerEnv):  # type: ignore[misc]
-        """Keeps the state hash at the reset and after the last step (the hackability check's 'did it change anything')."""
+        """Keeps the state hash at the reset and after the last step (the hackability check's 'did it
+        change anything'), and every tool call the bridge ran, as its step infos report them: in fc
+        mode with a text policy the calls are fenced JSON inside the assistant text, so the message
+        list has no structured ``tool_calls`` to read them from."""
 
         start_hash: str | None = None
         end_hash: str | None = None
@@ -45,11 +48,13 @@ def tracked_env_class() -> type:
         async def reset(self, **kw: Any) -> Any:
             obs, info = await super().reset(**kw)
             self.start_hash = self.end_hash = info.get("state_hash")
+            self.calls: list[dict[str, Any]] = []
             return obs, info
 
         async def step(self, action: Any) -> Any:
             out = await super().step(action)
             self.end_hash = out[4].get("state_hash", self.end_hash)
+            self.calls.extend(calls_of(out[4]))
             return out
 
         async def finish(self) -> Any:
@@ -64,13 +69,9 @@ def passed_checks(reward_info: dict[str, Any] | None) -> list[int]:
     return [int(c["index"]) for c in (reward_info or {}).get("checks") or [] if c.get("passed")]
 
 
-def tool_calls_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    calls = []
-    for m in messages:
-        for c in m.get("tool_calls") or []:
-            fn = c.get("function") or {}
-            calls.append({"name": fn.get("name"), "arguments": fn.get("arguments")})
-    return calls
+def calls_of(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls one step ran (or refused: those carry ``error``), from its info."""
+    return [{"name": c.get("name"), "arguments": c.get("arguments"), **({"error": c["error"]} if c.get("error") else {})} for c in info.get("tool_calls") or []]
 
 
 async def play(endpoints: list[str], policy: Any, plan: list[tuple[str, str, int]], concurrency: int, max_steps: int) -> list[dict[str, Any]]:
@@ -109,7 +110,7 @@ async def play(endpoints: list[str], policy: Any, plan: list[tuple[str, str, int
             "steps": r.steps,
             "end_reason": r.end_reason,
             "failures": sorted({f["kind"] for f in r.failures}),
-            "tool_calls": tool_calls_of(r.messages),
+            "tool_calls": env.calls,
             "final_text": next((str(m.get("content") or "") for m in reversed(r.messages) if m.get("role") == "assistant"), ""),
             "checks_total": info.get("total"),
             "passed": passed_checks(info),
