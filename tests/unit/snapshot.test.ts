@@ -93,6 +93,11 @@ describe("images and recycled instances", () => {
     const probe = "() => typeof globalThis.leak === 'undefined' && [1].includes(2) === false";
     for (let i = 0; i < 3; i++) expect(await runJsCheck(sandboxes, polluter, inputs, seed)).toEqual({ passed: true });
     expect(await runJsCheck(sandboxes, probe, inputs, seed)).toEqual({ passed: true });
+    // each check gets its own action and message lists: one that reverses them leaves the next check's in order
+    const withActions = { ...inputs, actions: [{ name: "a", arguments: {} }, { name: "b", arguments: {} }], messages: ["one", "two"] };
+    const reverser = "({ actions, messages }) => actions.reverse()[0].name === 'b' && messages.reverse()[0] === 'two'";
+    const inOrder = "({ actions, messages }) => actions[0].name === 'a' && messages[0] === 'one'";
+    expect(await runJsChecks(sandboxes, [reverser, inOrder, reverser], withActions, seed)).toEqual([{ passed: true }, { passed: true }, { passed: true }]);
     // the checks of one scoring share a realm: a polluter before the probe changes nothing either
     expect(await runJsChecks(sandboxes, [polluter, probe, probe], inputs, seed)).toEqual([{ passed: true }, { passed: true }, { passed: true }]);
   });

@@ -648,15 +648,17 @@
     configure,
     inputs(layoutsJson, extrasJson) {
       const layouts = JSONParse(layoutsJson);
-      const extras = JSONParse(extrasJson);
-      checkInputs = ObjectFreeze({ initial: buildScoped("initial", layouts.initial), final: buildScoped("final", layouts.final), actions: deepFreeze(extras.actions), messages: deepFreeze(extras.messages) });
+      checkInputs = { initial: buildScoped("initial", layouts.initial), final: buildScoped("final", layouts.final), extrasJson };
       return null;
     },
     check(source) {
       if (checkInputs === null) fail("check before inputs");
       const fn = indirectEval("(" + source + "\n)");
       if (typeof fn !== "function") fail("check source does not evaluate to a function");
-      const verdict = fn(checkInputs);
+      // the states are shared read-only views; the action and message lists are each check's own
+      // copies, as they were when every check had a realm of its own (a check may sort or reverse them)
+      const extras = JSONParse(checkInputs.extrasJson);
+      const verdict = fn(ObjectFreeze({ initial: checkInputs.initial, final: checkInputs.final, actions: extras.actions, messages: extras.messages }));
       return { verdict: typeof verdict === "boolean" ? verdict : null, type: verdict === null ? "null" : typeof verdict };
     },
     // Freezes every object reachable from the global object (the intrinsics, their prototypes and
