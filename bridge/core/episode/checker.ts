@@ -86,7 +86,8 @@ export async function runJsChecks(sandboxes: SandboxHost, sources: readonly stri
           const built = sandbox.dispatch("inputs", layouts, extras);
           if (!built.ok) throw new SandboxFault("env_crashed", `building the check inputs: ${built.error.name}: ${built.error.message}`);
         } else {
-          sandbox.dispatch("configure", config); // the seed and clock a fresh realm starts with
+          const fresh = sandbox.dispatch("configure", config); // the seed and clock a fresh realm starts with
+          if (!fresh.ok) throw new SandboxFault("env_crashed", `configuring the check sandbox: ${fresh.error.name}: ${fresh.error.message}`);
         }
         const out = sandbox.dispatch("check", source);
         if (!out.ok) {
