@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe_common import IDLE_TIMEOUT, bundle_dirs, load_model, log, model_spec, save_model_spec, write_json, write_jsonl
+from recipe_common import CPU_TRAINER_ARGS, IDLE_TIMEOUT, bundle_dirs, load_model, lora_config, log, model_spec, save_model_spec, write_json, write_jsonl
 
 
 class BridgeMeter:
@@ -129,7 +129,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
-    from peft import LoraConfig
     from recipe_common import load_split
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -188,14 +187,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             temperature=args.temperature,
             learning_rate=args.lr,
             beta=args.beta,
-            logging_steps=1,
-            save_strategy="no",
-            report_to="none",
-            use_cpu=True,
-            bf16=False,
+            **CPU_TRAINER_ARGS,
             seed=args.seed,
         )
-        lora = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], task_type="CAUSAL_LM")
+        lora = lora_config(args.lora_r)
         trainer = GRPOTrainer(model=model, args=config, train_dataset=dataset, processing_class=tok, environment_factory=envs.factories, peft_config=lora, callbacks=[StepClock()])
         with meter:
             t_train = time.monotonic()

@@ -66,6 +66,17 @@ def write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 #: (an eval episode died with ``session_closed`` waiting on it)
 IDLE_TIMEOUT = ("--idle-timeout", "21600")
 
+#: The trainer arguments SFT and GRPO share on this CPU: no GPU, no bf16, a log line every step,
+#: nothing saved by the trainer (the stages save their adapters themselves), no tracker.
+CPU_TRAINER_ARGS: dict[str, Any] = {"logging_steps": 1, "save_strategy": "no", "report_to": "none", "use_cpu": True, "bf16": False}
+
+
+def lora_config(rank: int) -> Any:
+    """The LoRA both training stages put on the model: rank r, alpha 2r, on the attention projections."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], task_type="CAUSAL_LM")
+
 
 def load_split(run: Path) -> dict[str, Any]:
     p = run / "split.json"

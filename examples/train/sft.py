@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recipe_common import load_model, log, model_spec, read_jsonl, save_model_spec, write_json
+from recipe_common import CPU_TRAINER_ARGS, load_model, lora_config, log, model_spec, read_jsonl, save_model_spec, write_json
 
 
 def rendered_rows(rows: list[dict[str, Any]], tokenizer: Any, max_length: int) -> tuple[list[dict[str, Any]], int]:
@@ -54,7 +54,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
 
     from datasets import Dataset
-    from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
 
     t0 = time.monotonic()
@@ -73,16 +72,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         per_device_train_batch_size=args.batch,
         gradient_accumulation_steps=args.grad_accum,
         learning_rate=args.lr,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        bf16=False,
+        **CPU_TRAINER_ARGS,
         seed=args.seed,
         max_length=args.max_length,
         completion_only_loss=True,
     )
-    lora = LoraConfig(r=args.lora_r, lora_alpha=2 * args.lora_r, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"], task_type="CAUSAL_LM")
+    lora = lora_config(args.lora_r)
     trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=lora)
     t_train = time.monotonic()
     trainer.train()
