@@ -28,8 +28,12 @@ export const ResetRequest = z.strictObject({
   scenario_id: z.string().min(1).max(200),
   seed: z.number().int().min(0).max(2 ** 32 - 1).optional(),
   session_id: sessionId.optional(),
-  /** With `session_id`: end and score the session's running episode in this request (`info.previous_episode`). */
-  finish_previous: z.boolean().optional(),
+  /**
+   * With `session_id`: end and score the session's running episode in this request
+   * (`info.previous_episode`); `"later"`: end it now and score it after the reply (its result by
+   * `episode_result`; feature `reset_finish_previous_later`).
+   */
+  finish_previous: z.union([z.boolean(), z.literal("later")]).optional(),
 });
 export const StepRequest = z.strictObject({ ...base, op: z.literal("step"), session_id: sessionId, action });
 export const StepBatchRequest = z.strictObject({
@@ -43,6 +47,8 @@ export const StepBatchRequest = z.strictObject({
     .refine((s) => new Set(s.map((x) => x.session_id)).size === s.length, "each session may appear once per batch"),
 });
 export const FinishRequest = z.strictObject({ ...base, op: z.literal("finish"), session_id: sessionId });
+/** The result of an episode a reset ended with `finish_previous: "later"` (waits for its scoring). */
+export const EpisodeResultRequest = z.strictObject({ ...base, op: z.literal("episode_result"), episode_id: z.string().min(1).max(200) });
 export const StateRequest = z.strictObject({ ...base, op: z.literal("state"), session_id: sessionId });
 export const CloseRequest = z.strictObject({ ...base, op: z.literal("close"), session_id: sessionId });
 export const StatsRequest = z.strictObject({ ...base, op: z.literal("stats") });
@@ -67,6 +73,7 @@ export const Request = z.discriminatedUnion("op", [
   StepRequest,
   StepBatchRequest,
   FinishRequest,
+  EpisodeResultRequest,
   StateRequest,
   CloseRequest,
   StatsRequest,
@@ -81,7 +88,7 @@ export type Request = z.infer<typeof Request>;
 export type Op = Request["op"];
 export const OPS = [
   "hello", "list_envs", "list_scenarios", "reset", "step", "step_batch", "finish", "state", "close", "stats", "snapshot", "fork", "restore", "drop_snapshot",
-  "export_snapshot", "import_snapshot",
+  "export_snapshot", "import_snapshot", "episode_result",
 ] as const satisfies readonly Op[];
 
 export const ErrorBody = z.object({ code: z.enum(ERROR_CODES), message: z.string() });
@@ -117,6 +124,9 @@ export const PreviousEpisodeSchema = z.looseObject({
   episode_id: z.string(),
   /** true: this reset ended and scored it; false: it had ended before (or could not be scored: `error`). */
   finished: z.boolean(),
+  /** With `finish_previous: "later"`: ended, not scored yet (no reward here; `episode_result` gives it). */
+  pending: z.literal(true).optional(),
+  state_hash: z.string().optional(),
   reward: z.number().optional(),
   terminated: z.boolean().optional(),
   truncated: z.boolean().optional(),
@@ -162,6 +172,7 @@ export const RESULT_SCHEMAS = {
   step: StepResultSchema,
   step_batch: z.object({ results: z.array(z.union([z.object({ ok: z.literal(true), result: StepResultSchema }), z.object({ ok: z.literal(false), error: ErrorBody })])) }),
   finish: StepResultSchema,
+  episode_result: PreviousEpisodeSchema.extend({ finished: z.literal(true), reward: z.number(), terminated: z.boolean(), truncated: z.boolean(), step: z.number().int(), state_hash: z.string() }),
   state: z.object({ state_json: z.string(), state_hash: z.string() }),
   close: z.object({ closed: z.literal(true) }),
   stats: z.looseObject({

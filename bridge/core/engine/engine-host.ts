@@ -11,8 +11,10 @@ import { ReferenceCache } from "../episode/reference-state.js";
 import { OpenAIUserSimulator, UserSimulatorError, type UserConversation, type UserSimulator, type UserSimulatorConfig } from "../episode/user-simulator.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { CoreErrorCode } from "../../../protocol/error-codes.js";
+import type { StepResult } from "../episode/episode.js";
 import type { EngineError, EngineOp, EngineReply, RequestOf, ResultOf } from "./messages.js";
 import { SandboxHost, type CallMonitor } from "../sandbox/sandbox-host.js";
+import { Scorer } from "./scorer.js";
 
 interface Hosted {
   episode: Episode;
@@ -29,8 +31,22 @@ interface Handled<O extends EngineOp> {
   user_replies?: string[];
 }
 
-/** One handler per op: the table the compiler checks against EngineOps. */
-type Handlers = { [O in EngineOp]: (req: RequestOf<O>) => Promise<Handled<O>> | Handled<O> };
+/** One handler per op: the table the compiler checks against EngineOps (`score` is taken apart, see acceptScore). */
+type HandledOp = Exclude<EngineOp, "score">;
+type Handlers = { [O in HandledOp]: (req: RequestOf<O>) => Promise<Handled<O>> | Handled<O> };
+
+/** An episode ended by `finish_later`, its score not yet handed out. */
+interface Unscored {
+  score: (pause?: () => Promise<void>) => Promise<StepResult>;
+  slot: number;
+  /** The score requests waiting for it (each gets the result). */
+  waiting: number[];
+  running: boolean;
+  /** An urgent request came: the scoring stops yielding to other requests. */
+  urgent: boolean;
+  /** Its result, when it came before any score request (kept for the first one). */
+  done: { ok: true; value: StepResult } | { ok: false; error: EngineError } | null;
+}
 
 class RequestError extends Error {
   constructor(
@@ -49,6 +65,8 @@ export interface EngineHostOptions {
   around?: <T>(slot: number, run: () => T) => T;
   /** Told of each guest call's deadline (the thread's watchdog), through this engine's sandbox host. */
   monitor?: CallMonitor | null;
+  /** The env folders a scorer thread loads: finish_later episodes are scored there (see Scorer); null: in idle turns here. */
+  scorerEnvs?: string[] | null;
 }
 
 export class EngineHost {
@@ -66,17 +84,30 @@ export class EngineHost {
    * episode also runs after that episode's earlier requests, and its later ones after it.
    */
   private readonly tails = new Map<string, Promise<unknown>>();
+  /** Episodes ended by `finish_later` whose score is pending (see acceptScore). */
+  private readonly unscored = new Map<string, Unscored>();
+  /** Episodes whose non-urgent score waits for its turn, oldest first (one is scored at a time). */
+  private readonly idleScores: string[] = [];
+  private idleWake = false;
+  /** Where finish_later episodes are scored when not here: started at the first, closed with the host. */
+  private readonly scorer: Scorer | null;
 
   constructor(private readonly options: EngineHostOptions) {
     this.registry = options.registry;
     this.sandboxes = new SandboxHost({ monitor: options.monitor ?? null, label: "EngineHost" });
     this.references = new ReferenceCache(this.sandboxes);
+    this.scorer = options.scorerEnvs ? new Scorer(options.scorerEnvs) : null;
   }
 
   /** Closes every episode still hosted, then disposes the sandbox host (an engine in this thread; a worker's goes with its thread). */
   close(): void {
     for (const h of this.hosted.values()) h.episode.close();
     this.hosted.clear();
+    // nothing will score these now: their requests are answered as closed
+    for (const u of this.unscored.values()) for (const id of u.waiting) this.options.reply({ id, ok: false, error: { code: "closed", message: "the engine closed before the episode was scored" } });
+    this.unscored.clear();
+    this.idleScores.length = 0;
+    void this.scorer?.close();
     this.snapshots.clear();
     this.sandboxes.dispose();
   }
@@ -87,11 +118,20 @@ export class EngineHost {
   }
 
   accept<O extends EngineOp>(req: RequestOf<O>): void {
+    if (req.op === "score") {
+      // after the episode's finish_later, if that has not run yet; never itself a tail (nothing follows it)
+      const r = req as RequestOf<"score">;
+      const tail = this.tails.get(req.episode);
+      if (tail) void tail.then(() => this.acceptScore(r));
+      else this.acceptScore(r);
+      return;
+    }
     // a fork of a live episode also waits for that episode's requests (only a fork names one)
     const source = "from_episode" in req && typeof req.from_episode === "string" ? req.from_episode : undefined;
     const tail = this.tails.get(req.episode);
     const sourceTail = source !== undefined ? this.tails.get(source) : undefined;
-    const handle = () => (this.options.around ? this.options.around(req.slot, () => this.handle(req)) : this.handle(req));
+    const handled = req as RequestOf<HandledOp>; // score requests went to acceptScore above
+    const handle = () => (this.options.around ? this.options.around(req.slot, () => this.handle(handled)) : this.handle(handled));
     const run = () =>
       handle().then(
         (r): EngineReply => ({ id: req.id, ok: true, value: r.value, ...(r.user_replies?.length ? { user_replies: r.user_replies } : {}) }),
@@ -106,6 +146,79 @@ export class EngineHost {
     // an import's id names no episode at all, so nothing is ordered behind it either
     void done.then(() => {
       if (this.tails.get(req.episode) === done && (req.op === "close" || !this.hosted.has(req.episode))) this.tails.delete(req.episode);
+    });
+  }
+
+  /**
+   * A score request for an episode ended by finish_later. The reply of the reset that ended it has
+   * gone before. A non-urgent score starts in a later turn of the event loop (setImmediate: after
+   * the replies of this turn have gone and the requests that arrived meanwhile have run) and
+   * yields the same way between its checks, so a request arriving meanwhile waits for one check at
+   * most, not for the scoring; nothing waits for requests that are themselves waiting (a simulated
+   * user's reply), as they use no CPU here. An urgent one (a client asked for the result) runs now
+   * without yielding. Every request for the episode gets the one result.
+   */
+  private acceptScore(req: RequestOf<"score">): void {
+    const u = this.unscored.get(req.episode);
+    if (!u) {
+      this.options.reply({ id: req.id, ok: false, error: { code: "unknown_episode", message: `episode ${req.episode} has no pending score on this engine` } });
+      return;
+    }
+    if (u.done) {
+      this.unscored.delete(req.episode);
+      this.options.reply({ id: req.id, ...u.done });
+      return;
+    }
+    u.waiting.push(req.id);
+    if (req.urgent) {
+      u.urgent = true;
+      this.startScore(req.episode, u);
+    } else if (!u.running) {
+      this.idleScores.push(req.episode);
+      this.wakeIdle();
+    }
+  }
+
+  private startScore(episodeId: string, u: Unscored): void {
+    if (u.running) return;
+    u.running = true;
+    // read at each pause: an urgent request for a score under way makes the rest run straight on
+    const pause = () => (u.urgent ? Promise.resolve() : new Promise<void>((resolve) => setImmediate(resolve)));
+    const run = () => u.score(pause);
+    const scored = this.options.around ? this.options.around(u.slot, run) : run();
+    void scored.then(
+      (value) => this.scoreDone(episodeId, u, { ok: true, value }),
+      (e: unknown) => this.scoreDone(episodeId, u, { ok: false, error: toError(e) }),
+    );
+  }
+
+  private scoreDone(episodeId: string, u: Unscored, r: { ok: true; value: StepResult } | { ok: false; error: EngineError }): void {
+    if (this.unscored.get(episodeId) !== u) return; // the engine closed meanwhile: answered then
+    if (u.waiting.length === 0) {
+      u.done = r; // no request for it yet: the first one takes it
+      return;
+    }
+    this.unscored.delete(episodeId);
+    for (const id of u.waiting) this.options.reply({ id, ...r });
+    this.wakeIdle();
+  }
+
+  /** Starts the oldest idle score in a later turn (after this turn's replies have gone). */
+  private wakeIdle(): void {
+    if (this.idleWake || this.idleScores.length === 0) return;
+    this.idleWake = true;
+    setImmediate(() => {
+      this.idleWake = false;
+      // one at a time: the next starts when this one is done (scoreDone)
+      if ([...this.unscored.values()].some((u) => u.running && !u.urgent)) return;
+      while (this.idleScores.length > 0) {
+        const id = this.idleScores.shift()!;
+        const u = this.unscored.get(id);
+        if (u && !u.running) {
+          this.startScore(id, u);
+          return;
+        }
+      }
     });
   }
 
@@ -215,7 +328,7 @@ export class EngineHost {
    * other failure. Not an async function: returning the step handler's promise from one would cost
    * every step extra turns of the microtask queue.
    */
-  private handle<O extends EngineOp>(req: RequestOf<O>): Promise<Handled<O>> {
+  private handle<O extends HandledOp>(req: RequestOf<O>): Promise<Handled<O>> {
     const handler: Handlers[O] = this.handlers[req.op];
     try {
       return Promise.resolve(handler(req));
@@ -268,6 +381,19 @@ export class EngineHost {
       return { value: await h.episode.step(req.action), user_replies: EngineHost.newReplies(h) };
     },
     finish: async (req) => ({ value: await this.hostedFor(req).episode.finish() }),
+    finish_later: (req) => {
+      const { episode } = this.hostedFor(req);
+      const { step, state_hash, job, score } = episode.finishLater();
+      // closed now: the scoring reads only the views finishLater captured
+      episode.close();
+      this.hosted.delete(req.episode);
+      const scorer = this.scorer;
+      const u: Unscored = { score: scorer ? () => scorer.score(job) : score, slot: req.slot, waiting: [], running: false, urgent: false, done: null };
+      this.unscored.set(req.episode, u);
+      // on a thread of its own it starts now (that thread keeps its own order); here, in idle turns (acceptScore)
+      if (scorer) this.startScore(req.episode, u);
+      return { value: { step, state_hash } };
+    },
     state: (req) => ({ value: this.hostedFor(req).episode.stateJson() }),
     close: (req) => {
       this.hostedFor(req).episode.close();

@@ -18,6 +18,8 @@ export interface EnginePoolOptions {
   onExit: (engine: Engine) => void;
   /** With `workers: 0`: told of each guest call's deadline in this thread (RuntimeOptions.callMonitor). */
   callMonitor?: CallMonitor | undefined;
+  /** RuntimeOptions.scorerThread. */
+  scorerThread?: boolean;
 }
 
 /**
@@ -30,7 +32,7 @@ export class EnginePool {
   closed = false;
 
   constructor(private readonly options: EnginePoolOptions) {
-    if (options.workers === 0) this.engines.push(new InThreadEngine(options.registry, options.warmSessions, options.callMonitor ?? null));
+    if (options.workers === 0) this.engines.push(new InThreadEngine(options.registry, options.warmSessions, options.callMonitor ?? null, options.scorerThread ? options.envs : null));
     else for (let i = 0; i < options.workers; i++) this.engines.push(this.spawn(i));
   }
 
@@ -39,7 +41,7 @@ export class EnginePool {
   }
 
   private spawn(index: number): Engine {
-    const input: EngineWorkerInput = { envPaths: this.options.envs, warmSessions: Math.ceil(this.options.warmSessions / this.options.workers) };
+    const input: EngineWorkerInput = { envPaths: this.options.envs, warmSessions: Math.ceil(this.options.warmSessions / this.options.workers), scorerThread: this.options.scorerThread ?? false };
     const engine: Engine = new WorkerEngine(index, input, () => {
       if (!this.closed) this.options.onExit(engine);
     });

@@ -15,6 +15,8 @@ export interface EngineWorkerInput {
   envPaths: string[];
   /** Episodes of this worker to ready sandboxes for before it says it is ready (see RuntimeOptions.warmSessions). */
   warmSessions: number;
+  /** Score finish_later episodes on a scorer thread of this worker's (RuntimeOptions.scorerThread). */
+  scorerThread: boolean;
 }
 const init = workerInput<EngineWorkerInput>();
 const port = parentPort!;
@@ -56,7 +58,7 @@ function send(batch: EngineReply[]): void {
   }
 }
 
-const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run), monitor: workerMonitor() });
+const host = new EngineHost({ registry: EnvRegistry.load(init.envPaths), reply, around: (slot, run) => current.run(slot, run), monitor: workerMonitor(), scorerEnvs: init.scorerThread ? init.envPaths : null });
 port.on("message", (batch: EngineRequest[]) => {
   for (const req of batch) host.accept(req);
 });

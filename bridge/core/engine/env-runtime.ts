@@ -11,6 +11,7 @@ import type { EpisodeRecord } from "./records.js";
 import { Restarter, type RestartCounters } from "./restarter.js";
 import { EpisodeLostError, RuntimeError } from "./runtime-error.js";
 import { SnapshotStore } from "./snapshot-store.js";
+import { DeferredScores } from "./deferred-scores.js";
 import type { ForkResult, ResetResult, RuntimeOptions } from "./runtime-options.js";
 
 export { RuntimeError } from "./runtime-error.js";
@@ -36,6 +37,7 @@ export class EnvRuntime {
   private readonly table: EpisodeTable;
   private readonly snapshots: SnapshotStore;
   private readonly restarter: Restarter;
+  private readonly scores: DeferredScores;
   /** `replayed_steps`: actions re-run by restores (those since each restored episode's checkpoint). */
   readonly counters: RestartCounters;
 
@@ -45,7 +47,7 @@ export class EnvRuntime {
     const user = options.user ?? null;
     this.pool = new EnginePool({
       registry: this.registry, envs: options.envs, workers: options.workers === 0 ? 0 : Math.max(1, options.workers ?? 1), warmSessions: options.warmSessions ?? 0,
-      onExit: (engine) => void this.restarter.recover(engine, null), callMonitor: options.callMonitor,
+      onExit: (engine) => void this.restarter.recover(engine, null), callMonitor: options.callMonitor, scorerThread: options.scorerThread ?? false,
     });
     this.table = new EpisodeTable({ recorder: options.recorder ?? null, maxActionBytes: o.max_action_bytes, maxEpisodeInputBytes: o.max_episode_input_bytes, checkpointEvery: options.checkpointEvery ?? 64 });
     this.snapshots = new SnapshotStore({ registry: this.registry, perEpisode: o.max_snapshots_per_episode, totalBytes: o.max_snapshot_bytes, user }, this.pool, this.table);
@@ -54,6 +56,7 @@ export class EnvRuntime {
       this.pool, this.table, this.snapshots,
     );
     this.counters = this.restarter.counters;
+    this.scores = new DeferredScores({ maxPending: options.maxPendingScores ?? 64, kept: options.keptScores ?? 1024 });
   }
 
   static async start(options: RuntimeOptions): Promise<EnvRuntime> {
@@ -150,6 +153,69 @@ export class EnvRuntime {
       rec.ended = true;
     }
     return result;
+  }
+
+  /**
+   * Whether finishLater takes the episode: it is running, and the scores on their way are under
+   * `maxPendingScores` (past it the caller scores in line with `finish`, so a client that resets
+   * faster than its episodes are scored is slowed to that pace instead of queueing without end).
+   */
+  canFinishLater(episodeId: string): boolean {
+    const rec = this.table.find(episodeId);
+    return rec !== undefined && !rec.ended && !rec.dead && !this.scores.full;
+  }
+
+  /**
+   * Ends the episode now, as `finish` does, without waiting for its score: its engine scores it
+   * once it has nothing else in hand (yielding to requests between checks), or at once when
+   * `result` asks. Returns at once with what the end is known by (its step, its state hash); the
+   * episode leaves the table now (its snapshots are dropped, as a close drops them) and its end is
+   * recorded when the score arrives. A reset of a live episode thus replies without the scoring.
+   */
+  finishLater(episodeId: string): { step: number; state_hash: string } {
+    const rec = this.table.get(episodeId);
+    if (rec.ended) throw new RuntimeError("episode_done", `episode ${episodeId} has ended`);
+    this.table.recordable();
+    this.forget(rec);
+    rec.ended = true;
+    // both posted now, in this order; the engine holds the score until it is idle
+    const ended = this.pool.request(rec, "finish_later", {});
+    const scored = this.pool.request(rec, "score", { urgent: false });
+    const result = Promise.all([ended, scored]).then(([, r]) => {
+      const { info: i } = r;
+      // as a close's: written whatever happens (a failing writer refuses new work itself)
+      this.table.record({
+        t: "episode_end", episode_id: episodeId, how: "finish",
+        result: {
+          step: i.step, observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated,
+          state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error,
+        },
+      }, false);
+      return r;
+    });
+    this.scores.add(rec, result);
+    return { step: rec.inputs.actions.length, state_hash: rec.stateHash };
+  }
+
+  /**
+   * The score of an episode ended by finishLater: waits for it (telling its engine to score it now
+   * if it has not yet). Refused (`bad_request`) for an episode this runtime did not end that way,
+   * or whose score is no longer kept (`keptScores`).
+   */
+  async result(episodeId: string): Promise<StepResult> {
+    const pending = this.scores.findPending(episodeId);
+    if (pending) {
+      if (!pending.urgent) {
+        pending.urgent = true;
+        // its reply is the same score the pending request gets; a score already done answers unknown_episode
+        void this.pool.request(pending.rec, "score", { urgent: true }).catch(() => undefined);
+      }
+      return pending.result;
+    }
+    const done = this.scores.findDone(episodeId);
+    if (done instanceof RuntimeError) throw done;
+    if (done) return done;
+    throw new RuntimeError("bad_request", `no score of episode ${episodeId} is kept here: it was not ended by a reset with finish_previous "later" on this replica, or its score is among the oldest beyond the ${this.scores.options.kept} kept (kept_scores)`);
   }
 
   /** The episode's current state as JSON text. */

@@ -20,8 +20,8 @@ export class InThreadEngine implements Engine {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
 
-  constructor(registry: EnvRegistry, warmSessions: number, monitor: CallMonitor | null = null) {
-    this.host = new EngineHost({ registry, reply: (reply) => this.answer(reply), monitor });
+  constructor(registry: EnvRegistry, warmSessions: number, monitor: CallMonitor | null = null, scorerEnvs: string[] | null = null) {
+    this.host = new EngineHost({ registry, reply: (reply) => this.answer(reply), monitor, scorerEnvs });
     this.ready = this.host.warm(warmSessions);
   }
 

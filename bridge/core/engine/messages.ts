@@ -32,6 +32,17 @@ export interface EngineOps {
   reset: { request: { scenario_id: string; seed: number; user: UserSimulatorConfig | null }; result: ResetValue };
   step: { request: { action: unknown }; result: StepResult };
   finish: { request: object; result: StepResult };
+  /**
+   * Ends the episode now without scoring it, and closes it (its sandbox is released); the engine
+   * keeps what scoring needs until a `score` request for the episode takes it.
+   */
+  finish_later: { request: object; result: { step: number; state_hash: string } };
+  /**
+   * The score of an episode ended by `finish_later`. Not `urgent`: held until the engine has no
+   * other request in hand, and the scoring yields to requests between its checks; `urgent`: now.
+   * Not ordered behind the episode's other requests (it has none left).
+   */
+  score: { request: { urgent: boolean }; result: StepResult };
   /** The episode's state as JSON text. */
   state: { request: object; result: string };
   close: { request: object; result: null };

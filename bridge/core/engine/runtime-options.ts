@@ -52,6 +52,16 @@ export interface RuntimeOptions {
   maxSnapshotBytes?: number;
   /** With `workers: 0`: told of each guest call's deadline in this thread (the replica's last-resort watchdog). */
   callMonitor?: CallMonitor;
+  /** Episodes ended by finishLater whose score may be on its way at once; past it, finishLater refuses and the caller scores in line. @default 64 */
+  maxPendingScores?: number;
+  /**
+   * Episodes ended by finishLater are scored on a thread of their own (one per engine, started at
+   * the first), not in idle turns of the engine's: the serving thread goes on while another core
+   * runs the checks. @default false (serve's replicas: true)
+   */
+  scorerThread?: boolean;
+  /** Scores of finishLater episodes kept for `result` after they arrive (the oldest go first). @default 1024 */
+  keptScores?: number;
 }
 
 export interface ForkResult {

@@ -67,7 +67,7 @@ export type CheckVerdict = { passed: boolean; error?: string };
  * did, can change a verdict. A check that faults (deadline, memory) fails alone: the checks after
  * it run in a newly restored sandbox.
  */
-export async function runJsChecks(sandboxes: SandboxHost, sources: readonly string[], inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS): Promise<CheckVerdict[]> {
+export async function runJsChecks(sandboxes: SandboxHost, sources: readonly string[], inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS, pause?: () => Promise<void>): Promise<CheckVerdict[]> {
   const hostRead = (op: string, scoped: string, id: string) => {
     const slash = scoped.indexOf("/");
     const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
@@ -79,7 +79,9 @@ export async function runJsChecks(sandboxes: SandboxHost, sources: readonly stri
   const verdicts: CheckVerdict[] = [];
   let sandbox: Sandbox | undefined;
   try {
-    for (const source of sources) {
+    for (const [i, source] of sources.entries()) {
+      // between two checks, never inside one: the sandbox is left as the check left it
+      if (pause && i > 0) await pause();
       try {
         if (!sandbox) {
           sandbox = await Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
@@ -145,11 +147,14 @@ export function stateDifferences(a: StateView, b: StateView, limit = 5): string[
   return out;
 }
 
-/** Runs every check of a scenario. Never throws for a bad check: its result carries the error. */
-export async function runChecks(sandboxes: SandboxHost, checks: readonly Check[], inputs: CheckInputs, seed: [number, number, number, number]): Promise<CheckResult[]> {
+/**
+ * Runs every check of a scenario. Never throws for a bad check: its result carries the error.
+ * `pause`, when given, is awaited between two JS checks (see Episode.finishLater).
+ */
+export async function runChecks(sandboxes: SandboxHost, checks: readonly Check[], inputs: CheckInputs, seed: [number, number, number, number], pause?: () => Promise<void>): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   const js = checks.flatMap((c) => (c.kind === "js" ? [c.source] : []));
-  const verdicts = js.length > 0 ? await runJsChecks(sandboxes, js, inputs, seed) : [];
+  const verdicts = js.length > 0 ? await runJsChecks(sandboxes, js, inputs, seed, CHECK_LIMITS, pause) : [];
   let nextJs = 0;
   for (const [index, check] of checks.entries()) {
     const base = { index, kind: check.kind, description: check.description };

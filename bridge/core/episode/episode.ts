@@ -9,8 +9,9 @@ import type { SandboxHost } from "../sandbox/sandbox-host.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateView } from "../state/state-base.js";
 import { parseAction, type ParsedCall } from "./action-parser.js";
-import { runChecks, type ActionRecord, type CheckResult } from "./checker.js";
-import { EnvLoadError, EnvSession, limitsFor, seedWords, type EnvSnapshot } from "./env-session.js";
+import type { ActionRecord, CheckInputs, CheckResult } from "./checker.js";
+import { scoreEnd, viewData, type ScoreJob } from "./score-job.js";
+import { EnvLoadError, EnvSession, limitsFor, type EnvSnapshot } from "./env-session.js";
 import { openingTools } from "./opening-tools.js";
 import { ToolValidator } from "./tool-validator.js";
 import { STOP_MARKER, UserSimulatorError, type UserSimulator } from "./user-simulator.js";
@@ -563,28 +564,44 @@ export class Episode {
 
   /** Ends the episode on the client's request (evaluation harnesses, `envscaler check`) and scores it. */
   async finish(): Promise<StepResult> {
+    const { observation, info } = this.clientEnd();
+    return this.end(observation, info, info.end_reason!, false);
+  }
+
+  /**
+   * Ends the episode now, as finish() does, and hands back its scoring to run later: a reset that
+   * ends a live episode replies first, and its engine scores the old one when idle. The checks read
+   * only the host's views of the two states, the actions and the messages, all captured here, so
+   * the env's sandbox can be released at once (the caller closes the episode).
+   */
+  finishLater(): { step: number; state_hash: string; job: ScoreJob; score: (pause?: () => Promise<void>) => Promise<StepResult> } {
+    const { observation, info } = this.clientEnd();
+    this.done = true;
+    const inputs = this.checkInputs(this.session!);
+    const end = { observation, info, truncated: false };
+    const { bundle, scenario } = this.options;
+    const job: ScoreJob = {
+      env_id: bundle.id, env_hash: bundle.contentHash, scenario_id: scenario.id, seed: this.options.seed,
+      initial: viewData(inputs.initial), final: viewData(inputs.final), actions: this.actions, messages: this.messages, end,
+    };
+    return { step: info.step, state_hash: info.state_hash, job, score: (pause) => scoreEnd(this.options.sandboxes, scenario, this.options.seed, inputs, end, pause) };
+  }
+
+  private clientEnd(): { observation: Observation; info: StepInfo } {
     const session = this.live();
     const info: StepInfo = { step: this.steps, episode_id: this.id, tool_calls: [], diff: [], state_hash: session.stateHash() };
-    if (this.stoppedAtOpening) return this.end({ role: "user", content: STOP_MARKER }, info, "user_stop", false);
-    return this.end({ role: "user", content: "Episode ended by the client" }, info, "client", false);
+    if (this.stoppedAtOpening) return { observation: { role: "user", content: STOP_MARKER }, info: { ...info, end_reason: "user_stop" } };
+    return { observation: { role: "user", content: "Episode ended by the client" }, info: { ...info, end_reason: "client" } };
+  }
+
+  private checkInputs(session: EnvSession): CheckInputs {
+    return { initial: session.initial, final: session.tracker.snapshot(), actions: this.actions, messages: this.messages, reference: this.options.reference };
   }
 
   private async end(observation: Observation, info: StepInfo, reason: EndReason, truncated: boolean): Promise<StepResult> {
     this.done = true;
-    const session = this.session!;
     info.end_reason = reason;
-    const checks = this.options.scenario.checks;
-    const results = await runChecks(
-      this.options.sandboxes,
-      checks,
-      { initial: session.initial, final: session.tracker.snapshot(), actions: this.actions, messages: this.messages, reference: this.options.reference },
-      seedWords(this.options.seed ^ 0x5eed),
-    );
-    const passed = results.filter((r) => r.passed).length;
-    const all = this.options.scenario.reward === "all";
-    const reward = checks.length === 0 ? 0 : all ? (passed === checks.length ? 1 : 0) : Math.round((passed / checks.length) * 10000) / 10000;
-    info.reward_info = { checks: results, passed, total: checks.length, no_checks: checks.length === 0, mode: all ? "all" : "fraction" };
-    return { observation, reward, terminated: !truncated, truncated, info };
+    return scoreEnd(this.options.sandboxes, this.options.scenario, this.options.seed, this.checkInputs(this.session!), { observation, info, truncated });
   }
 
   private fail(info: StepInfo, error: EpisodeError): StepResult {

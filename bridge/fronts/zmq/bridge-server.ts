@@ -235,7 +235,7 @@ export class BridgeServer {
         } satisfies WireResult<"list_scenarios">;
       }
       case "reset":
-        return this.reset(req.scenario_id, req.seed, req.session_id, client, req.finish_previous === true);
+        return this.reset(req.scenario_id, req.seed, req.session_id, client, req.finish_previous ?? false);
       case "step":
         return this.onSession(req.session_id, async (s) => wireStep(await this.runtime.step(needEpisode(s), req.action)));
       case "step_batch": {
@@ -253,6 +253,8 @@ export class BridgeServer {
       }
       case "finish":
         return this.onSession(req.session_id, async (s) => wireStep(await this.runtime.finish(needEpisode(s))));
+      case "episode_result":
+        return endedEpisode(req.episode_id, await this.runtime.result(req.episode_id)) satisfies WireResult<"episode_result">;
       case "state":
         return this.onSession(req.session_id, async (s): Promise<WireResult<"state">> => {
           const ep = needEpisode(s);
@@ -318,7 +320,7 @@ export class BridgeServer {
     }
   }
 
-  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean): Promise<WireResult<"reset">> {
+  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean | "later"): Promise<WireResult<"reset">> {
     if (sessionId === undefined) {
       requireScenario(this.runtime.registry, scenarioId);
       const s = this.sessions.openFor(client);
@@ -336,7 +338,10 @@ export class BridgeServer {
       let previous: PreviousEpisode | undefined;
       // finish_previous: score and record the running episode's end (as `finish` would) in this
       // same request, so a client's reset of a live episode is one round trip, not two
-      if (s.episodeId && finishPrevious) previous = await this.finishPrevious(s.episodeId);
+      // "later": ended now, scored once the replica is idle (episode_result fetches it), so the
+      // reply does not wait for the scoring; past the pending bound it is scored in line as with true
+      if (s.episodeId && finishPrevious === "later" && this.runtime.canFinishLater(s.episodeId)) previous = this.finishPreviousLater(s.episodeId);
+      else if (s.episodeId && finishPrevious) previous = await this.finishPrevious(s.episodeId);
       // not awaited: the close and the new reset reach the engine in one message, in that order,
       // so a reset in place costs one thread hop, not two (the session service forgets it first)
       this.sessions.endEpisode(s, (e, old) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
@@ -350,15 +355,21 @@ export class BridgeServer {
   /** Ends a session's running episode for a `reset` with `finish_previous`: its result, or why there is none. */
   private async finishPrevious(episodeId: string): Promise<PreviousEpisode> {
     try {
-      const end = await this.runtime.finish(episodeId);
-      const i = end.info;
-      return {
-        episode_id: episodeId, finished: true, reward: end.reward, terminated: end.terminated, truncated: end.truncated, step: i.step, state_hash: i.state_hash,
-        ...(i.end_reason !== undefined ? { end_reason: i.end_reason } : {}), ...(i.reward_info !== undefined ? { reward_info: i.reward_info } : {}), ...(i.error !== undefined ? { error: i.error } : {}),
-      };
+      return endedEpisode(episodeId, await this.runtime.finish(episodeId));
     } catch (e) {
       const error = errorBody(e);
       // episode_done: it had ended already (its result was its terminal step); nothing to score now
+      return error.code === "episode_done" ? { episode_id: episodeId, finished: false } : { episode_id: episodeId, finished: false, error };
+    }
+  }
+
+  /** Ends a session's running episode for a `reset` with `finish_previous: "later"`: what is known of its end now. */
+  private finishPreviousLater(episodeId: string): PreviousEpisode {
+    try {
+      const end = this.runtime.finishLater(episodeId);
+      return { episode_id: episodeId, finished: true, pending: true, step: end.step, state_hash: end.state_hash };
+    } catch (e) {
+      const error = errorBody(e);
       return error.code === "episode_done" ? { episode_id: episodeId, finished: false } : { episode_id: episodeId, finished: false, error };
     }
   }
@@ -440,9 +451,10 @@ export class BridgeServer {
 /**
  * Optional behaviours a client detects in `hello`'s `features` before using them (docs/protocol.md
  * §8): `reset_finish_previous`: `reset` takes `finish_previous` and answers `info.previous_episode`;
- * `null_action`: a null action is an `invalid_action` observation, not a `bad_request`.
+ * `null_action`: a null action is an `invalid_action` observation, not a `bad_request`;
+ * `reset_finish_previous_later`: `finish_previous: "later"` (scored after the reply; `episode_result`).
  */
-export const FEATURES = ["reset_finish_previous", "null_action"] as const;
+export const FEATURES = ["reset_finish_previous", "null_action", "reset_finish_previous_later"] as const;
 
 /** Ops whose repetition must not run twice (docs/protocol.md §3, retries). */
 // export_snapshot changes nothing (and its reply is a blob too big to keep for minutes): a retry runs again
@@ -464,6 +476,15 @@ function sessionOf(req: Request): string | null {
  */
 function wireStep(r: StepResult): WireResult<"step"> {
   return compactStep({ observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated, info: { ...r.info } });
+}
+
+/** How an episode ended, as `info.previous_episode` and `episode_result` say it: from its scored end. */
+function endedEpisode(episodeId: string, end: StepResult): PreviousEpisode & WireResult<"episode_result"> {
+  const i = end.info;
+  return {
+    episode_id: episodeId, finished: true, reward: end.reward, terminated: end.terminated, truncated: end.truncated, step: i.step, state_hash: i.state_hash,
+    ...(i.end_reason !== undefined ? { end_reason: i.end_reason } : {}), ...(i.reward_info !== undefined ? { reward_info: i.reward_info } : {}), ...(i.error !== undefined ? { error: i.error } : {}),
+  };
 }
 
 function needEpisode(s: Session): string {

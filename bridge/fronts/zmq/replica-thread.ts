@@ -28,7 +28,8 @@ async function main(): Promise<void> {
   const recorder = config.recordDir ? new TrajectoryWriter(join(config.recordDir, `replica-${config.replica}-${new Date().toISOString().replace(/[:.]/g, "")}-${process.pid}.jsonl`), { onFailure: config.recordFailure, onUnavailable: (reason) => log.error({ reason }, "recording unavailable") }) : null;
   const { envs, workers, user, maxRestartsPerMinute, hardStopGraceMs, warmSessions } = config;
   const onHardStop = (event: object) => log.warn(event, "a guest call overran its deadline by the grace: its engine worker was replaced, the worker's other episodes restored");
-  const runtime = await EnvRuntime.start({ envs, workers, user, recorder, maxRestartsPerMinute, hardStopGraceMs, warmSessions, onHardStop, callMonitor, ...config.episodeLimits });
+  // a reset of a live episode with finish_previous "later" is scored on a thread of its own
+  const runtime = await EnvRuntime.start({ envs, workers, user, recorder, maxRestartsPerMinute, hardStopGraceMs, warmSessions, onHardStop, callMonitor, scorerThread: true, ...config.episodeLimits });
   const server = new BridgeServer({ runtime, endpoint: config.endpoint, replica: config.replica, previousInstances: config.previousInstances, limits: config.limits, curve: config.curve, logger: log });
   const endpoint = await server.start();
   log.info({ endpoint, instance: server.instance, curve: Boolean(config.curve), recording: recorder?.path ?? null, workers }, "replica serving");
