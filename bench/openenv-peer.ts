@@ -113,7 +113,7 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
     const pair = () => ({ ours: [] as number[], openenv: [] as number[] });
     const m = { cpu: pair(), rtt: pair(), p99: pair(), pipe: pair(), reset: pair(), burst: pair(), early: pair(), late: pair() };
     // the same measures through the clients users call (peer.py --client)
-    const c = { rtt: pair(), p99: pair(), rttCpu: pair(), reset: pair(), pipe: pair(), pipeCpu: pair(), pipeServerCpu: pair(), burst: pair() };
+    const c = { rtt: pair(), p99: pair(), rttCpu: pair(), reset: pair(), resetMean: pair(), resetP90: pair(), pipe: pair(), pipeCpu: pair(), pipeServerCpu: pair(), burst: pair() };
     const floor = { rtt: [] as number[], pipe: [] as number[] };
     let replyBytes = 0;
     for (let rep = 0; rep < reps; rep++) {
@@ -151,7 +151,12 @@ export async function openEnvRows(o: PeerOptions): Promise<{ rows: Row[]; raw: R
         c.p99[sys].push(r.p99_us!);
         c.rttCpu[sys].push(r.client_cpu_us_per_step!);
       }
-      for (const sys of order) c.reset[sys].push((await peer(o, ["reset", "--client", "--system", sys, "--endpoint", at[sys], "--n", String(resets)])).p50_ms!);
+      for (const sys of order) {
+        const r = await peer(o, ["reset", "--client", "--system", sys, "--endpoint", at[sys], "--n", String(resets)]);
+        c.reset[sys].push(r.p50_ms!);
+        c.resetMean[sys].push(r.mean_ms!);
+        c.resetP90[sys].push(r.p90_ms!);
+      }
       for (const sys of order) {
         const r = await peer(o, ["pipe", "--client", "--system", sys, "--endpoint", at[sys], "--sessions", "64", "--seconds", seconds, "--server-pid", String(pid[sys])]);
         c.pipe[sys].push(r.steps_per_s!);
@@ -239,8 +244,10 @@ function clientRows(c: Pairs, wireRtt: number, burst: number): Row[] {
       ratio: `${versus(rtt, md("rtt", "openenv"), false)} than OpenEnv`, target: "≤ 1.0× OpenEnv's time", met: rtt <= md("rtt", "openenv"),
     },
     {
-      what: "through the clients: reset p50 of a live episode (`EnvScalerEnv.reset()` while the previous reset's episode runs, which scores it, vs `await EnvClient.reset(...)`)",
-      ours: `${spread(c.reset!.ours, 2)} ms`, peer: `${spread(c.reset!.openenv, 2)} ms`, reference: "—",
+      what: "through the clients: reset p50 of a live episode, resets back to back (`EnvScalerEnv.reset()` while the previous reset's episode runs, which ends it and has it scored on the replica's scorer thread after the reply, vs `await EnvClient.reset(...)`, which scores nothing)",
+      ours: `${spread(c.reset!.ours, 2)} ms`, peer: `${spread(c.reset!.openenv, 2)} ms`,
+      // with no pause between resets the scorer thread can fall behind; past 64 waiting scores a reset scores in line: the mean and p90 show it
+      reference: `mean ${fmt(md("resetMean", "ours"), 2)} ms ours vs ${fmt(md("resetMean", "openenv"), 2)} ms OpenEnv's; p90 ${fmt(md("resetP90", "ours"), 2)} vs ${fmt(md("resetP90", "openenv"), 2)} ms`,
       ratio: `${versus(reset, md("reset", "openenv"), false)} than OpenEnv`, target: "≤ 1.0× OpenEnv's time", met: reset <= md("reset", "openenv"),
     },
     {

@@ -11,6 +11,7 @@ from .bridge_client import BridgeClient
 from .envscaler_env import EnvScalerEnv
 from .fork_point import ForkPoint, afork_point, fork_point
 from .launch import Bridge, connect, launch
+from .previous_episode import PreviousEpisode
 from .protocol import (
     ERROR_CODES,
     PROTOCOL_VERSION,
@@ -57,6 +58,7 @@ __all__ = [
     "EnvScalerVectorEnv",
     "EpisodeResult",
     "ForkPoint",
+    "PreviousEpisode",
     "TextBatch",
     "Transcript",
     "VectorTranscripts",

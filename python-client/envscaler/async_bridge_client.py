@@ -133,8 +133,12 @@ class AsyncBridgeClient:
         fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
         return list((await self.request("list_scenarios", **fields, **kw))["scenarios"])
 
-    async def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, finish_previous: bool = False, **kw: Any) -> dict[str, Any]:
+    async def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, finish_previous: bool | str = False, **kw: Any) -> dict[str, Any]:
         return await self.request("reset", **_reset_fields(scenario_id, seed, session_id, finish_previous), **kw)
+
+    async def episode_result(self, episode_id: str, **kw: Any) -> dict[str, Any]:
+        """See ``BridgeClient.episode_result``."""
+        return await self.request("episode_result", episode_id=episode_id, **kw)
 
     async def step(self, session_id: str, action: Any, **kw: Any) -> dict[str, Any]:
         return await self.request("step", session_id=session_id, action=action, **kw)

@@ -332,13 +332,20 @@ class BridgeClient:
         fields: dict[str, Any] = {"env_id": env_id} if env_id is not None else {}
         return list(self.request("list_scenarios", **fields, **kw)["scenarios"])
 
-    def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, finish_previous: bool = False, **kw: Any) -> dict[str, Any]:
+    def reset(self, scenario_id: str, seed: int | None = None, session_id: str | None = None, finish_previous: bool | str = False, **kw: Any) -> dict[str, Any]:
         """Starts an episode (in a new session, or in ``session_id``); returns session_id, observation, info.
 
         ``finish_previous=True`` (with ``session_id``; a bridge with the ``reset_finish_previous``
         feature): the session's running episode is ended and scored in this same request, and its
-        result is ``info["previous_episode"]``."""
+        result is ``info["previous_episode"]``. ``finish_previous="later"`` (feature
+        ``reset_finish_previous_later``): ended now, scored after the reply;
+        ``info["previous_episode"]`` says ``pending`` and ``episode_result`` gives the score."""
         return self.request("reset", **_reset_fields(scenario_id, seed, session_id, finish_previous), **kw)
+
+    def episode_result(self, episode_id: str, **kw: Any) -> dict[str, Any]:
+        """The score of an episode a reset ended with ``finish_previous="later"`` (waits for it):
+        the keys of ``info["previous_episode"]`` with ``finish_previous=True``."""
+        return self.request("episode_result", episode_id=episode_id, **kw)
 
     def step(self, session_id: str, action: Any, **kw: Any) -> dict[str, Any]:
         return self.request("step", session_id=session_id, action=action, **kw)
@@ -413,14 +420,14 @@ class BridgeClient:
 # ---------------------------------------------------------------------- helpers shared with the async client
 
 
-def _reset_fields(scenario_id: str, seed: int | None, session_id: str | None, finish_previous: bool = False) -> dict[str, Any]:
+def _reset_fields(scenario_id: str, seed: int | None, session_id: str | None, finish_previous: bool | str = False) -> dict[str, Any]:
     fields: dict[str, Any] = {"scenario_id": scenario_id}
     if seed is not None:
         fields["seed"] = int(seed)
     if session_id is not None:
         fields["session_id"] = session_id
         if finish_previous:  # sent only when asked: a bridge without the feature refuses the field
-            fields["finish_previous"] = True
+            fields["finish_previous"] = finish_previous
     return fields
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from .bridge_client import BridgeClient, CurveKeys
 from .episode_logic import Episode, StepTuple, check_mode, check_seed, choose_scenario, close_session_quietly, episode_seed, open_client, plain_action, select_scenarios, step_tuple
+from .previous_episode import PreviousEpisode
 from .protocol import BridgeError
 from .spaces import AgentAction, AnyText
 from .transcript import Transcript, snapshot_transcript
@@ -48,7 +49,11 @@ class EnvScalerEnv(gym.Env[str, Any]):
       middle of an episode finishes it first: the recorded episode is scored, though the
       truncated step the trainer saw carried reward 0. A reset does that in the same request
       (``finish_previous``); the finished episode's result is ``info["previous_episode"]``
-      (``{"episode_id", "finished", "reward", "end_reason", "reward_info", ...}``).
+      (``{"episode_id", "finished", "reward", "end_reason", "reward_info", ...}``). Where the
+      bridge has ``reset_finish_previous_later``, the reset does not wait for that scoring: the
+      bridge scores the old episode after replying, and ``info["previous_episode"]`` is a
+      ``PreviousEpisode`` mapping that fetches the score the first time anything beyond
+      ``episode_id``/``finished``/``step``/``state_hash`` is read (one request; none if never read).
     - ``step(None)`` is an unreadable action like any other: an ``invalid_action`` observation.
     """
 
@@ -108,15 +113,21 @@ class EnvScalerEnv(gym.Env[str, Any]):
         scenario = str(scenario_id or options.get("scenario_id") or choose_scenario(self.np_random, self.scenario_ids))
         bridge_seed = options.get("seed")
         bridge_seed = episode_seed(seed, self.np_random) if bridge_seed is None else check_seed(bridge_seed, "options['seed']")
-        # a live episode is ended and scored by the reset itself (one request); a bridge without
-        # that feature gets the finish first, as before
-        finish_previous = self.episode.live and self.episode.session_id is not None and not self.client.closed
-        if finish_previous and not self.client.supports("reset_finish_previous"):
+        # a live episode is ended and scored by the reset itself (one request): after the reply
+        # where the bridge can ("later": info["previous_episode"] fetches the score when read),
+        # else in it; a bridge without either gets the finish first, as before
+        finish_previous: bool | str = self.episode.live and self.episode.session_id is not None and not self.client.closed
+        if finish_previous and self.client.supports("reset_finish_previous_later"):
+            finish_previous = "later"
+        elif finish_previous and not self.client.supports("reset_finish_previous"):
             self._finish_quietly()
             finish_previous = False
         result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         self._steps = 0
         obs, info = self.episode.begin(result, scenario)
+        previous = info.get("previous_episode")
+        if isinstance(previous, Mapping) and previous.get("pending"):
+            info["previous_episode"] = PreviousEpisode(previous, self.client.episode_result)
         self.transcript.start(obs, info)
         self._snapshot_transcripts.clear()  # the bridge drops an episode's snapshots at its reset
         return obs, info

@@ -17,10 +17,11 @@ from typing import Any
 import gymnasium
 import pytest
 
-from envscaler import AsyncEnvScalerEnv, BridgeClient, EnvScalerEnv, EnvScalerVectorEnv
+from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, BridgeClient, EnvScalerEnv, EnvScalerVectorEnv
 from envscaler.adapters.gem import EnvScalerGemEnv
 from envscaler.adapters.roll import EnvScalerRollEnv
-from envscaler.protocol import EpisodeDone, UnknownScenario
+from envscaler.previous_episode import PreviousEpisode
+from envscaler.protocol import BridgeError, EpisodeDone, UnknownScenario
 
 from helpers import NOTES_ENVS, REFERENCE_ACTIONS, start_bridge
 
@@ -170,5 +171,51 @@ def test_a_reset_of_a_live_episode_is_one_request_that_scores_it(tmp_path):
         r3 = c.reset("notes-1", session_id=r["session_id"], finish_previous=True)
         assert r3["info"]["previous_episode"] == {"episode_id": r["info"]["episode_id"], "finished": False}
         env.close()
+    ends = {r["episode_id"]: r for r in _records(tmp_path) if r.get("t") == "episode_end"}
+    assert ends[first["episode_id"]]["how"] == "finish" and ends[first["episode_id"]]["result"]["reward"] == prev["reward"]
+
+
+def test_a_reset_of_a_live_episode_replies_before_its_scoring_and_the_score_is_fetched_when_read(tmp_path):
+    """With ``reset_finish_previous_later`` the reset ends the running episode and replies; the
+    bridge scores it afterwards. ``info["previous_episode"]`` answers what the reply carried at
+    once, and fetches the score (one ``episode_result``) the first time anything else is read: the
+    same score, and the same record, as a reset that scores in line."""
+    with start_bridge(envs=[NOTES_ENVS], replicas=1, extra=("--record", "--record-dir", str(tmp_path))) as b, b.client(0, timeout=30) as c:
+        assert "reset_finish_previous_later" in c.hello()["features"]
+        env = EnvScalerEnv(client=c, scenario_ids=["notes-1"])
+        _, first = env.reset(seed=1)
+        step_info = env.step(ADD)[4]
+        before = c.stats()["requests"]
+        _, info = env.reset(seed=2)
+        prev = info["previous_episode"]
+        assert isinstance(prev, PreviousEpisode) and prev.pending
+        assert prev["episode_id"] == first["episode_id"] and prev["finished"] is True and prev["step"] == 1
+        assert prev["state_hash"] == step_info["state_hash"]
+        assert c.stats()["requests"] - before == 2  # the reset and this stats request: nothing fetched yet
+        assert prev["end_reason"] == "client" and 0 < prev["reward"] < 1 and prev["reward_info"]["total"] == 3
+        assert not prev.pending
+        assert c.stats()["requests"] - before == 4  # one episode_result for all those reads, and the stats
+        # the score a reset that scores in line gives for the same episode
+        env2 = EnvScalerEnv(client=c, scenario_ids=["notes-1"])
+        env2.reset(seed=1)
+        env2.step(ADD)
+        now = c.reset("notes-1", seed=2, session_id=env2.session_id, finish_previous=True)["info"]["previous_episode"]
+        assert {k: v for k, v in prev.items() if k != "episode_id"} == {k: v for k, v in now.items() if k != "episode_id"}
+        # an episode id the bridge holds no score for: a clear error
+        with pytest.raises(BridgeError, match="no score of episode"):
+            c.episode_result("no-such-episode")
+
+        async def through_the_async_client() -> tuple[dict[str, Any], dict[str, Any]]:
+            async with AsyncBridgeClient(b.endpoints[0], timeout=30) as ac:
+                r = await ac.reset("notes-1", seed=1)
+                await ac.step(r["session_id"], ADD)
+                again = await ac.reset("notes-1", seed=2, session_id=r["session_id"], finish_previous="later")
+                return again["info"]["previous_episode"], await ac.episode_result(r["info"]["episode_id"])
+
+        pending, scored = asyncio.run(through_the_async_client())
+        assert pending["pending"] is True and "reward" not in pending
+        assert {k: v for k, v in scored.items() if k != "episode_id"} == {k: v for k, v in now.items() if k != "episode_id"}
+        env.close()
+        env2.close()
     ends = {r["episode_id"]: r for r in _records(tmp_path) if r.get("t") == "episode_end"}
     assert ends[first["episode_id"]]["how"] == "finish" and ends[first["episode_id"]]["result"]["reward"] == prev["reward"]
