@@ -295,7 +295,7 @@ async function writeScaffolded(llm: LlmClient, plan: EnvPlan, target: ClassTarge
     if (bodies.has(tool.name)) continue;
     const prompt = bodyPrompt(plan, target.className, tool, { skeleton: scaffold.skeleton(tool.name, bodies), helpers: HELPER_DOCS, marker: BODY_MARKER });
     const body = await llm.ask("body", prompt, async (reply) => {
-      const written = bodyOf(reply, tool.name);
+      const written = bodyOf(reply, tool.name, Object.keys(tool.parameters.properties));
       const problems = await tryClass(target, scaffold.source(new Map([...bodies, [tool.name, written]])));
       if (problems.length) throw new InvalidReply(`the body does not work: ${problems.join("; ")}${hinted(written, problems, plan)}`);
       return written;

@@ -372,12 +372,20 @@ function methodIn(code: string, name: string): { params: string; body: string } 
   return null;
 }
 
-/** The body as it goes inside the method: a method's own parameter becomes a local bound to `args`, so its code runs as written. */
-function asBody(method: { params: string; body: string }, name: string): string {
+/**
+ * The body as it goes inside the method: a method's own parameter becomes a local bound to `args`,
+ * so its code runs as written. Positional parameters that are all the tool's argument names
+ * (`search_trials(location, stage)`) are taken as those arguments; any other list is re-asked.
+ */
+function asBody(method: { params: string; body: string }, name: string, argNames: readonly string[]): string {
   const params = method.params.replace(/\s*=\s*\{\s*\}\s*$/, ""); // ({ a } = {})
-  if (params.includes(",") && !/^\{[\s\S]*\}$/.test(params)) throw new InvalidReply(`${name} takes ONE object of named arguments, not (${params}); reply with its body only`);
   const body = dedent(method.body);
-  return params && params !== "args" ? `const ${params} = args;\n${body}` : body;
+  if (!params || params === "args") return body;
+  if (/^\{[\s\S]*\}$/.test(params)) return `const ${params} = args;\n${body}`;
+  const names = params.split(",").map((p) => p.trim());
+  if (names.length === 1 && isLocal(names[0]!) && !argNames.includes(names[0]!)) return `const ${names[0]} = args;\n${body}`; // (params) => params.x
+  if (!names.every((n) => argNames.includes(n) && isLocal(n))) throw new InvalidReply(`${name} takes ONE object of named arguments, not (${params}); reply with its body only`);
+  return `const { ${names.join(", ")} } = args;\n${body}`;
 }
 
 function dedent(text: string): string {
@@ -393,13 +401,13 @@ function dedent(text: string): string {
  * the class). Re-asked (InvalidReply): a class without the method, brackets that never close (a
  * reply cut short), no code, or no return.
  */
-export function bodyOf(reply: string, name: string): string {
+export function bodyOf(reply: string, name: string, argNames: readonly string[] = []): string {
   const code = codeOf(reply);
   if (!code) throw new InvalidReply(`the reply has no code; reply with the body of ${name} in a \`\`\`js block`);
   const isClass = /^\s*(?:export\s+)?class\s+\w+/m.test(code) && /\bclass\s+\w+[^{]*\{/.test(code);
   const method = methodIn(code, name);
   let body: string;
-  if (method) body = asBody(method, name);
+  if (method) body = asBody(method, name, argNames);
   else if (isClass) throw new InvalidReply(`reply with the body of ${name} only, not a class (and that class has no method ${name})`);
   else {
     body = code;

@@ -153,6 +153,9 @@ test("bodyOf takes replies as meant (a fence, an unclosed fence, the method, a w
   expect(reask("```js\nthis._fail('x');\n```")).toMatch(/never returns/);
   expect(reask("```js\n```")).toMatch(/no code/);
   expect(reask("cancel(a, b) { return a; }")).toMatch(/ONE object of named arguments/);
+  // positional parameters that are the tool's argument names (a small model's habit) are those arguments
+  expect(bodyOf("search(location, stage) { return this._ok([location, stage]); }", "search", ["location", "stage", "type"])).toBe("const { location, stage } = args;\nreturn this._ok([location, stage]);");
+  expect(bodyOf("search(location) { return this._ok(location); }", "search", ["location"])).toBe("const { location } = args;\nreturn this._ok(location);");
   // brackets inside strings, templates and comments do not count
   const tricky = "{ const s = \"}\"; const t = '{'; const u = `${ { a: 1 }.a } }`; // }\n /* { */ }";
   expect(closeOf(tricky, 0)).toBe(tricky.length);
