@@ -153,6 +153,7 @@ export const HELPER_DOCS = [
   'this._add("name", fields): stores a new record under the next free id (its id field set) and returns it',
   'this._nextId("name"): the next free id of a collection, when you need it before storing',
   "this._ok(data): { success: true, data }; this._fail(error): { success: false, error }",
+  "`name` is a collection's name exactly as in the state (plural: \"books\", not \"book\"); any other name throws TypeError",
 ];
 
 function helperSource(className: string): string {
@@ -166,10 +167,22 @@ _fail(error) {
   return { success: false, error: String(error) };
 }
 
+/**
+ * The records object of a collection; null for one the plan has but this state lacks (empty). A
+ * name that is no collection (a typo, a singular) throws TypeError naming them, so the check's call
+ * fails and the model is told, instead of a silently empty answer.
+ */
+_records(name) {
+  const records = this[name];
+  if (records !== null && typeof records === "object") return records;
+  if (Object.prototype.hasOwnProperty.call(${className}.COLLECTIONS, name)) return null;
+  throw new TypeError("no collection " + JSON.stringify(name) + " in the state; its collections: " + Object.keys(${className}.COLLECTIONS).join(", "));
+}
+
 /** The record with this id, or null. */
 _get(name, id) {
-  const records = this[name];
-  if (records === null || typeof records !== "object" || id === undefined || id === null) return null;
+  const records = this._records(name);
+  if (records === null || id === undefined || id === null) return null;
   // own keys only: an id such as "constructor" names no record
   if (!Object.prototype.hasOwnProperty.call(records, String(id))) return null;
   const record = records[id];
@@ -182,8 +195,8 @@ _notFound(name, id) {
 
 /** The records of a collection as an array (the live records), optionally filtered. */
 _list(name, where) {
-  const records = this[name];
-  if (records === null || typeof records !== "object") return [];
+  const records = this._records(name);
+  if (records === null) return [];
   const all = Array.isArray(records) ? records.slice() : Object.values(records);
   if (typeof where === "function") return all.filter(where);
   if (where !== null && typeof where === "object") {
@@ -196,7 +209,7 @@ _list(name, where) {
 /** The next free id of a collection: the plan's prefix and the next number. */
 _nextId(name) {
   const info = ${className}.COLLECTIONS[name] || { prefix: "", width: 0 };
-  const records = this[name] !== null && typeof this[name] === "object" ? this[name] : {};
+  const records = this._records(name) || {};
   const keys = Object.keys(records);
   let n = keys.length;
   for (const k of keys) {
@@ -212,7 +225,7 @@ _nextId(name) {
 
 /** Stores a new record under the next free id, with its id field set, and returns it. */
 _add(name, fields) {
-  if (this[name] === null || typeof this[name] !== "object") this[name] = {};
+  if (this._records(name) === null) this[name] = {};
   const info = ${className}.COLLECTIONS[name];
   const key = this._nextId(name);
   const record = Object.assign({}, fields);
@@ -297,7 +310,7 @@ export function scaffoldFor(plan: PlanLike, className: string): Scaffold {
       return [
         `class ${className} {`,
         `  constructor(state) { Object.assign(this, state); } // the state's fields: ${fields}`,
-        "  // helpers (written): _ok(data), _fail(error), _get(name, id), _notFound(name, id), _list(name, where), _nextId(name), _add(name, fields)",
+        `  // helpers (written): _ok(data), _fail(error), _get(name, id), _notFound(name, id), _list(name, where), _nextId(name), _add(name, fields); collections: ${collections.map((c) => JSON.stringify(c.name)).join(", ") || "none"}`,
         ...methods,
         "}",
       ].join("\n");

@@ -78,7 +78,10 @@ test("the scaffold alone (no LLM): the skeleton of a plan loads in the sandbox a
   ]);
   // every body still to write: a stub that answers, so the skeleton passes the same gate a class does
   const bare = libraryBundle(new Map());
-  expect((await checkBundleIsolated(bare)).problems).toEqual([]);
+  // no problem and no warning: the helpers start with _, so they are not taken for tools without a schema
+  const report = await checkBundleIsolated(bare);
+  expect(report.problems).toEqual([]);
+  expect(report.warnings.filter((w) => !/library-probe/.test(w))).toEqual([]); // the probe scenario has no checks, as synth's does before the scenario stage
   const source = readFileSync(join(bare, "env.js"), "utf8");
   expect(source).toContain("filled by the scaffold: a plain lookup by id");
   expect(source.match(/not written yet/g)).toHaveLength(3);
@@ -119,6 +122,11 @@ test("the scaffold's helpers and argument checks behave in the sandbox", async (
   expect(call("checkout_book", { book_id: "B02", member_id: 2 })).toMatchObject({ data: { id: "L2" } });
   expect(call("add_member", { name: "Cy" })).toEqual({ success: true, data: { id: 3, name: "Cy" } });
   const state = JSON.parse(s.stateJson());
+  // a helper given a name that is no collection (a small model's singular) throws TypeError naming them, so the check catches it
+  const typo = libraryBundle(new Map([...LIBRARY_BODIES, ["search_books", 'return this._ok(this._list("book", { genre }));']]));
+  expect((await checkBundleIsolated(typo)).problems).toEqual([
+    'env.js: tool search_books throws TypeError when called with {}: no collection "book" in the state; its collections: books, members, loans (no reference solution calls it; a tool answers bad input with {success: false, error})',
+  ]);
   expect(Object.keys(state.loans)).toEqual(["L1", "L2"]);
   expect(state.members["3"]).toEqual({ id: 3, name: "Cy" });
   expect(state.books.B01.available).toBe(false);
