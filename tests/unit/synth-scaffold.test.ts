@@ -9,6 +9,7 @@ import { expect, test } from "vitest";
 import { EnvSession } from "../../bridge/core/episode/env-session.js";
 import { bundleStateBase } from "../../bridge/core/state/bundle-state.js";
 import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
+import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { loadBundle } from "../../envs/format/load-bundle.js";
 import { InvalidReply, LlmClient, type LlmEvent } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
@@ -94,6 +95,24 @@ test("the scaffold alone (no LLM): the skeleton of a plan loads in the sandbox a
   // a query with a filter, or whose name names no collection, is not plain
   expect(scaffoldFor({ ...LIBRARY, tools: [{ ...LIBRARY.tools[0]!, name: "get_member_loans" }, { ...LIBRARY.tools[1]!, name: "list_shelves" }, { ...LIBRARY.tools[0]!, kind: "change" }] }, "X").filled.size).toBe(0);
 });
+
+test("the skeleton of each bundled env's plan (its manifest read as a plan) passes the code stage's gate with every body still to write", async () => {
+  const filled: string[] = [];
+  for (const name of ["bank", "clinic", "helpdesk", "hotel", "library", "projects", "school", "warehouse"]) {
+    const m = JSON.parse(readFileSync(join(BUNDLED_ENVS, name, "manifest.json"), "utf8")) as { name: string; introduction: string; state_schema?: Record<string, unknown>; default_state: Record<string, unknown>; tools: { function: { name: string; description: string; parameters: Record<string, unknown> } }[] };
+    const tools = m.tools.map((t) => ({ name: t.function.name, description: t.function.description, kind: /^(get|list|search|find|view|show|check)_/.test(t.function.name) ? ("query" as const) : ("change" as const), parameters: { properties: {}, ...t.function.parameters } }));
+    const plan = { env_name: name, title: m.name, introduction: m.introduction, rules: ["r"], state_schema: m.state_schema ?? { type: "object" }, initial_state: m.default_state, tools };
+    const scaffold = scaffoldFor(plan, "ScaffoldEnv");
+    const dir = join(tmp(), name);
+    writeBundle(dir, manifestFor(EnvPlan.parse(plan), `${name}-v1`, "ScaffoldEnv"), scaffold.source(scaffold.filled), [{ id: `${name}-probe`, env_id: `${name}-v1`, task: "Probe.", max_steps: 5 }]);
+    expect((await checkBundleIsolated(dir)).problems, name).toEqual([]);
+    filled.push(...[...scaffold.filled.keys()].map((t) => `${name}.${t}`));
+  }
+  // the plain lookups and listings among their 167 tools (the rest have filters, rules or other arguments)
+  expect(filled).toHaveLength(24);
+  expect(filled).toContain("hotel.list_room_types");
+  expect(filled).toContain("library.get_loan");
+}, 120_000);
 
 test("the scaffold's helpers and argument checks behave in the sandbox", async () => {
   const dir = libraryBundle(LIBRARY_BODIES);
