@@ -424,17 +424,20 @@ export function bodyOf(reply: string, name: string, argNames: readonly string[] 
   else if (isClass) throw new InvalidReply(`reply with the body of ${name} only, not a class (and that class has no method ${name})`);
   else {
     body = code;
-    const open = unclosed(body);
-    if (open) throw new InvalidReply(`the body's brackets do not close (${open}): it looks cut off. Reply with the whole body of ${name}, complete and shorter`);
+    // the closing braces of the inner block and the method, written after the body as the skeleton
+    // shows them: dropped (two at most), as meant
+    for (let i = 0; i < 2 && brackets(body) === "extra" && /\}\s*$/.test(body); i++) body = body.replace(/\}\s*$/, "").trimEnd();
+    const state = brackets(body);
+    if (state === "open") throw new InvalidReply(`the body's brackets, strings or comments do not close: it looks cut off. Reply with the whole body of ${name}, complete and shorter`);
+    if (state === "extra") throw new InvalidReply(`a closing bracket in the body of ${name} has no opening one; reply with the body's statements only`);
   }
   if (!/\breturn\b/.test(body)) throw new InvalidReply(`the body of ${name} never returns: end each path with return this._ok(...) or return this._fail("...")`);
   return body;
 }
 
-/** A description of the brackets left open in a body ("" when they all close). */
-function unclosed(body: string): string {
+/** Whether a body's brackets balance ("ok"), leave some open ("open": a reply cut short), or close one never opened ("extra"). */
+function brackets(body: string): "ok" | "open" | "extra" {
   const wrapped = `{${body}\n}`;
   const end = closeOf(wrapped, 0);
-  if (end === wrapped.length) return "";
-  return end < 0 ? "a bracket, string or comment is never closed" : "a closing bracket has no opening one";
+  return end === wrapped.length ? "ok" : end < 0 ? "open" : "extra";
 }

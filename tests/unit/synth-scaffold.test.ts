@@ -174,9 +174,12 @@ test("bodyOf takes replies as meant (a fence, an unclosed fence, the method, a w
     return "accepted";
   };
   expect(reask("class X {\n  other() { return 1; }\n}")).toMatch(/reply with the body of cancel only, not a class/);
-  expect(reask("```js\nconst a = this._get(\"appointments\", id);\nif (!a) {\n  return this._fail(\"x\");\n")).toMatch(/brackets do not close .*cut off/);
+  expect(reask("```js\nconst a = this._get(\"appointments\", id);\nif (!a) {\n  return this._fail(\"x\");\n")).toMatch(/brackets, strings or comments do not close: it looks cut off/);
   expect(reask("cancel({ id }) {\n  if (id) {\n    return 1;\n")).toMatch(/method cancel in the reply is not closed/);
-  expect(reask("const a = 1; }")).toMatch(/closing bracket has no opening one/);
+  expect(reask("const a = 1; } return a;")).toMatch(/closing bracket in the body of cancel has no opening one/);
+  // the block's and the method's closing braces copied after the body (as the skeleton shows them) are dropped
+  expect(bodyOf("```js\nif (!x) {\n  return 1;\n}\nreturn 2;\n  }\n}\n```", "cancel")).toBe("if (!x) {\n  return 1;\n}\nreturn 2;");
+  expect(reask("return 1; } } }")).toMatch(/has no opening one/);
   expect(reask("```js\nthis._fail('x');\n```")).toMatch(/never returns/);
   expect(reask("```js\n```")).toMatch(/no code/);
   expect(reask("cancel(a, b) { return a; }")).toMatch(/ONE object of named arguments/);
@@ -250,7 +253,7 @@ test("a scaffold run: the scripted model writes each tool's body, bad bodies re-
     // a cut reply is re-asked by the client; a body that stopped mid-way by its brackets
     const cancelAsks = bodyAsks.filter((r) => /tool cancel_appointment:/.test(r.messages[0]!.content));
     expect(cancelAsks[1]!.messages.at(-1)!.content).toMatch(/cut off at the token limit \(max_tokens 1024\)/);
-    expect(cancelAsks[2]!.messages.at(-1)!.content).toMatch(/brackets do not close/);
+    expect(cancelAsks[2]!.messages.at(-1)!.content).toMatch(/brackets, strings or comments do not close/);
     expect(llm.usage.body).toMatchObject({ calls: 6, reasks: 3, truncated: 1, invalid: 0 });
     const source = readFileSync(join(built.dir, "env.js"), "utf8");
     expect(source).toContain('// Scaffolded by envscaler synth (code_mode "scaffold")');
