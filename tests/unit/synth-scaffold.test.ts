@@ -92,6 +92,14 @@ test("the scaffold alone (no LLM): the skeleton of a plan loads in the sandbox a
   expect(skeleton).toContain('if (!(Number.isInteger(member_id))) return this._fail("member_id must be an integer");');
   expect(skeleton).toContain("  search_books(args = {}) { const { genre } = args; /* to be written */ }");
   expect(skeleton).toContain("  get_book(args = {}) { const { book_id } = args; /* written */ }");
+  // argument names that cannot be locals (a reserved word, a dash) are read from args and still checked
+  const odd = EnvPlan.parse({ ...LIBRARY, tools: [...LIBRARY.tools, { name: "find_by_class", description: "By class.", kind: "query", parameters: { type: "object", properties: { class: { type: "string" }, "max-results": { type: "integer" } }, required: ["class"] } }] });
+  const oddSource = scaffoldFor(odd, "LibraryEnv").source(new Map([["find_by_class", 'return this._ok([args["class"], args["max-results"]]);']]));
+  expect(oddSource).toContain('if (args["class"] === undefined || args["class"] === null) return this._fail("missing required argument class");');
+  expect(oddSource).toContain('if (args["max-results"] !== undefined && !(Number.isInteger(args["max-results"]))) return this._fail("max-results must be an integer");');
+  const oddDir = join(tmp(), "odd");
+  writeBundle(oddDir, manifestFor(odd, "library-v1", "LibraryEnv"), oddSource, [{ id: "library-probe", env_id: "library-v1", task: "Probe.", max_steps: 5 }]);
+  expect((await checkBundleIsolated(oddDir)).problems).toEqual([]);
   // a query with a filter, or whose name names no collection, is not plain
   expect(scaffoldFor({ ...LIBRARY, tools: [{ ...LIBRARY.tools[0]!, name: "get_member_loans" }, { ...LIBRARY.tools[1]!, name: "list_shelves" }, { ...LIBRARY.tools[0]!, kind: "change" }] }, "X").filled.size).toBe(0);
 });
