@@ -320,7 +320,7 @@ export function scaffoldFor(plan: PlanLike, className: string): Scaffold {
 
 /**
  * The index just past the bracket that closes the one at `open` (`(`, `[` or `{`), or -1 when it
- * never closes (a reply cut short). Strings, template literals (with their `${}`) and comments are
+ * never closes (a reply cut short) or a bracket of another kind closes first. Strings, template literals (with their `${}`) and comments are
  * skipped; a regular expression literal holding a bracket is not told apart (rare in tool bodies).
  */
 export function closeOf(text: string, open: number): number {
