@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { checkBundleIsolated } from "../bridge/tools/check/check-isolated.js";
 import { isBundleDir } from "../envs/format/load-bundle.js";
 import type { LlmClient, StageUsage } from "./llm/llm-client.js";
-import { buildEnvs, type BuiltEnv } from "./stages/build-env.js";
+import { buildEnvs, type BuiltEnv, type CodeWay } from "./stages/build-env.js";
 import { mine, readTaskTexts, type MineResult, type Rejection, type TaskFormat } from "./stages/mine.js";
 import { generateScenarios } from "./stages/scenarios.js";
 
@@ -19,6 +19,10 @@ export interface SynthOptions {
   rounds?: number;
   threshold?: number;
   perEnv?: number;
+  /** How the build stage writes each env class first (build-env.ts). @default "whole" */
+  codeMode?: CodeWay;
+  /** How it writes it when that fails ("none": the env is rejected). @default "methods" */
+  codeFallback?: CodeWay | "none";
   /** Every n-th scenario of an env is a conversation (0: none). @default 3 */
   conversationEvery?: number;
   progress?: (stage: string, done: number, total: number) => void;
@@ -59,7 +63,7 @@ export async function runSynth(llm: LlmClient, o: SynthOptions): Promise<SynthRe
 
   if (o.stage === "build" || all) {
     const mined = readJson<MineResult>(join(o.out, "mined.json"));
-    const built = await buildEnvs(llm, mined.envs, { outDir: join(o.out, "build"), rounds: o.rounds, threshold: o.threshold, onProgress: (d, t) => o.progress?.("build", d, t) });
+    const built = await buildEnvs(llm, mined.envs, { outDir: join(o.out, "build"), rounds: o.rounds, threshold: o.threshold, codeMode: o.codeMode, codeFallback: o.codeFallback, onProgress: (d, t) => o.progress?.("build", d, t) });
     report.build = { envs: built.built.map((b: BuiltEnv) => ({ env_id: b.env_id, topic: b.topic, code_mode: b.code_mode, pass_rate: b.pass_rate, kept: b.kept, cases: b.cases.length })), rejected: built.rejected };
     save();
   }

@@ -83,6 +83,35 @@ Write ONE method of the JavaScript class ${className}: the tool ${tool.name}. Re
   ];
 }
 
+/**
+ * Scaffolded code mode (synth/stages/scaffold.ts): the class is ours, the model writes one tool's
+ * body at a time. It sees the skeleton (helpers whole, this tool's argument checks, a marker where
+ * its code goes), the helpers it may call, the state schema, the rules and the tool.
+ */
+export function bodyPrompt(
+  plan: { title: string; rules: string[]; state_schema: unknown; initial_state: Record<string, unknown> },
+  className: string,
+  tool: { name: string; description: string; kind: string; parameters: unknown },
+  scaffold: { skeleton: string; helpers: readonly string[]; marker: string },
+): Message[] {
+  return [
+    {
+      role: "system",
+      content: `${head("body")}
+The JavaScript class ${className} below is written except for the logic of its tools. Write the BODY of the tool ${tool.name}: the statements that replace ${scaffold.marker}. Reply with those statements only, in a single \`\`\`js block: no method header, no class, no other method.
+- The arguments are already local constants, checked against the tool's schema: ${Object.keys((tool.parameters as { properties?: object }).properties ?? {}).join(", ") || "(none)"} (each also args.<name>).
+- The state is in fields of the instance: ${Object.keys(plan.initial_state).map((k) => `this.${k}`).join(", ")}.${collectionLine(plan.initial_state)}
+- Helpers to use:\n${scaffold.helpers.map((h) => `  - ${h}`).join("\n")}
+- Return this._ok(data) on success and this._fail("why") for expected failures (unknown ids, broken rules); do not throw.
+- Enforce the rules that concern this tool. Change records in place (record.status = "cancelled"). No imports, no require, no timers, no I/O. Date and Math.random may be used.`,
+    },
+    {
+      role: "user",
+      content: `Environment: ${plan.title}\nRules:\n${plan.rules.map((r) => `- ${r}`).join("\n")}\nThe tool (${tool.kind}):\n${JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters })}\nState schema:\n${JSON.stringify(plan.state_schema).slice(0, 2500)}\nExample state:\n${JSON.stringify(plan.initial_state).slice(0, 2500)}\nThe class:\n\`\`\`js\n${scaffold.skeleton}\n\`\`\``,
+    },
+  ];
+}
+
 export function testerPrompt(args: { introduction: string; tools: unknown[]; state: string; stats: string; round: number }): Message[] {
   return [
     {

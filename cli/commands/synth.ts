@@ -3,6 +3,7 @@ import { MultiBar, Presets } from "cli-progress";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { LlmClient, type JsonMode, type StageEndpoint, type StageUsage } from "../../synth/llm/llm-client.js";
 import { runSynth, type SynthStage } from "../../synth/pipeline.js";
+import { CODE_WAYS, type CodeWay } from "../../synth/stages/build-env.js";
 import type { TaskFormat } from "../../synth/stages/mine.js";
 
 interface SynthArgs {
@@ -19,6 +20,8 @@ interface SynthArgs {
   threshold: number;
   perEnv: number;
   conversationEvery: number;
+  codeMode: CodeWay;
+  codeFallback: CodeWay | "none";
   cache?: string;
   progress: boolean;
   timeout?: number;
@@ -28,13 +31,15 @@ interface SynthArgs {
   reaskTemperatureStep?: number;
 }
 
-const STAGES = ["mine", "plan", "code", "method", "test", "judge", "scenario"];
+const STAGES = ["mine", "plan", "code", "method", "body", "test", "judge", "scenario"];
+/** The code stage's other ways of writing the class, which take its endpoint unless given their own. */
+const CODE_STAGES = ["method", "body"];
 
 /**
  * Per-stage endpoints: --model/--base-url for all, then ENVSCALER_SYNTH_<STAGE>_MODEL /
  * _BASE_URL / _API_KEY, then --stage-model stage=model. Keys come from the environment only.
- * `method` (the code stage's one-method-at-a-time fallback) takes the code stage's endpoint unless
- * it is given its own.
+ * `method` and `body` (the code stage's one-method-at-a-time and scaffolded ways) take the code
+ * stage's endpoint unless they are given their own.
  */
 export function stageEndpoints(args: { model: string; baseUrl?: string; stageModel: string[] }, env: NodeJS.ProcessEnv = process.env): Record<string, StageEndpoint> {
   const base: StageEndpoint = { model: env.ENVSCALER_SYNTH_MODEL ?? args.model, baseURL: args.baseUrl ?? env.ENVSCALER_SYNTH_BASE_URL, apiKey: env.ENVSCALER_SYNTH_API_KEY };
@@ -48,8 +53,10 @@ export function stageEndpoints(args: { model: string; baseUrl?: string; stageMod
     if (!stage || !model || !STAGES.includes(stage)) throw new Error(`--stage-model wants stage=model with stage one of ${STAGES.join(", ")}; got ${pair}`);
     out[stage] = { ...out[stage]!, model };
   }
-  const ownMethod = ["MODEL", "BASE_URL", "API_KEY"].some((k) => env[`ENVSCALER_SYNTH_METHOD_${k}`] !== undefined) || args.stageModel.some((p) => p.startsWith("method="));
-  if (!ownMethod) out.method = { ...out.code! };
+  for (const stage of CODE_STAGES) {
+    const own = ["MODEL", "BASE_URL", "API_KEY"].some((k) => env[`ENVSCALER_SYNTH_${stage.toUpperCase()}_${k}`] !== undefined) || args.stageModel.some((p) => p.startsWith(`${stage}=`));
+    if (!own) out[stage] = { ...out.code! };
+  }
   return out;
 }
 
@@ -88,7 +95,7 @@ export function llmLimits(
 }
 
 /** Which progress bar an LLM stage's calls belong to. */
-const BAR_OF: Record<string, string> = { mine: "mine", plan: "build", code: "build", method: "build", test: "build", judge: "build", scenario: "scenarios" };
+const BAR_OF: Record<string, string> = { mine: "mine", plan: "build", code: "build", method: "build", body: "build", test: "build", judge: "build", scenario: "scenarios" };
 
 /** The LLM counters that a progress bar or log line shows, summed over the stages given. */
 export function llmCounters(usage: Record<string, StageUsage>, stages?: string[]): string {
@@ -122,13 +129,15 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
       .option("format", { choices: ["jsonl", "json", "api-bank"] as const, default: "jsonl" as const })
       .option("model", { type: "string", default: "gpt-4.1", describe: "model for every stage (see --stage-model)" })
       .option("base-url", { type: "string", describe: "OpenAI-compatible base URL (default OPENAI_BASE_URL, else OpenAI)" })
-      .option("stage-model", { type: "string", array: true, default: [], describe: "stage=model, e.g. test=gpt-4.1-mini (stages: mine plan code test judge scenario)" })
+      .option("stage-model", { type: "string", array: true, default: [], describe: "stage=model, e.g. test=gpt-4.1-mini (stages: mine plan code method body test judge scenario)" })
       .option("concurrency", { type: "number", default: 8, describe: "LLM calls in flight" })
       .option("limit", { type: "number", describe: "judge at most this many tasks in the mine stage" })
       .option("rounds", { type: "number", default: 12, describe: "dual-agent test rounds per env" })
       .option("threshold", { type: "number", default: 0.85, describe: "keep envs whose (pass+warning)/total reaches this" })
       .option("per-env", { type: "number", default: 3, describe: "scenarios per env" })
       .option("conversation-every", { type: "number", default: 3, describe: "every n-th scenario is a conversation (0: none)" })
+      .option("code-mode", { choices: CODE_WAYS, default: "whole" as const, describe: "how the build stage writes each env class: whole (one reply), methods (one method per tool), scaffold (the class, helpers and argument checks from the plan; the model writes each tool's body)" })
+      .option("code-fallback", { choices: [...CODE_WAYS, "none"] as const, default: "methods" as const, describe: "how the class is written when --code-mode fails (none: the env is rejected)" })
       .option("cache", { type: "string", describe: "LLM call cache (default OUT/.cache)" })
       .option("progress", { type: "boolean", default: true, describe: "progress on stderr: bars on a terminal, else a line every ENVSCALER_PROGRESS_INTERVAL seconds (default 5)" })
       .option("timeout", { type: "number", describe: "seconds one LLM request may take before it is cancelled and retried (else ENVSCALER_LLM_TIMEOUT, else 120)" })
@@ -167,6 +176,8 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
         threshold: args.threshold,
         perEnv: args.perEnv,
         conversationEvery: args.conversationEvery,
+        codeMode: args.codeMode,
+        codeFallback: args.codeFallback,
         progress: (stage, done, total) => {
           counts.set(stage, { done, total });
           if (!bars) return;

@@ -106,9 +106,9 @@ export interface StageUsage {
  * and was cancelled at the 300 s timeout twice, losing its task; its usable mine replies were all
  * under 200 tokens (test and judge replies, one call or one verdict, are no longer). Cut at this cap instead, a runaway reply comes back within
  * seconds and is re-asked ("shorter") rather than timing out. One method (the code fallback) fits well
- * in 1,024.
+ * in 1,024, and so does one tool's body (the scaffolded code mode).
  */
-export const STAGE_MAX_TOKENS: Record<string, number> = { mine: 512, test: 512, judge: 512, method: 1024 };
+export const STAGE_MAX_TOKENS: Record<string, number> = { mine: 512, test: 512, judge: 512, method: 1024, body: 1024 };
 
 const emptyUsage = (): StageUsage => ({ calls: 0, cache_hits: 0, prompt_tokens: 0, completion_tokens: 0, reasks: 0, truncated: 0, closed: 0, retries: 0, timeouts: 0, invalid: 0, failures: 0 });
 

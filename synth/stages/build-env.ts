@@ -7,9 +7,10 @@ import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/core/episode/episode.js";
 import { ENV_ID_RE } from "../../envs/format/bundle-schema.js";
 import { extractCode, InvalidReply, LlmError, type LlmClient } from "../llm/llm-client.js";
-import { codePrompt, judgePrompt, methodPrompt, planPrompt, testerPrompt } from "../prompts.js";
+import { bodyPrompt, codePrompt, judgePrompt, methodPrompt, planPrompt, testerPrompt } from "../prompts.js";
 import type { MinedEnv, Rejection } from "./mine.js";
 import { repairHints } from "./repair-hints.js";
+import { BODY_MARKER, bodyOf, HELPER_DOCS, scaffoldFor } from "./scaffold.js";
 
 const JsonObject = z.record(z.string(), z.unknown());
 
@@ -54,14 +55,27 @@ export interface BuiltEnv {
   env_id: string;
   dir: string;
   topic: string;
-  /** How the class was written: whole, or one method per tool after the whole class failed. */
-  code_mode: "class" | "methods";
+  /** How the class was written: whole ("class", `--code-mode whole`), one method per tool, or tool bodies in the plan's scaffold. */
+  code_mode: CodeMode;
   pass_rate: number;
   kept: boolean;
   cases: TestCase[];
 }
 
+/** The ways of writing the env class (`--code-mode`, `--code-fallback`). */
+export const CODE_WAYS = ["whole", "methods", "scaffold"] as const;
+export type CodeWay = (typeof CODE_WAYS)[number];
+/** What the build report records for each way (the whole class has been "class" since before the flag). */
+export type CodeMode = "class" | "methods" | "scaffold";
+const MODE_OF: Record<CodeWay, CodeMode> = { whole: "class", methods: "methods", scaffold: "scaffold" };
+/** The stage whose calls each way makes (its endpoint, token cap and counters). */
+const STAGE_OF: Record<CodeWay, string> = { whole: "code", methods: "method", scaffold: "body" };
+
 export interface BuildOptions {
+  /** How the class is written first. @default "whole" */
+  codeMode?: CodeWay;
+  /** How it is written when the first way fails ("none": the env is rejected). @default "methods" */
+  codeFallback?: CodeWay | "none";
   /** Where bundles are written, one folder per env. */
   outDir: string;
   /** Dual-agent test rounds per env. @default 12 */
@@ -188,7 +202,8 @@ export async function buildEnv(llm: LlmClient, mined: MinedEnv, options: BuildOp
   const manifest = manifestFor(plan, envId, className);
 
   const probe = [probeScenario(envId, rounds + 1)];
-  const { source, code_mode } = await writeClass(llm, plan, { dir, manifest, className, probe });
+  const ways = [...new Set([options.codeMode ?? "whole", options.codeFallback ?? "methods"])].filter((w): w is CodeWay => w !== "none");
+  const { source, code_mode } = await writeClass(llm, plan, { dir, manifest, className, probe }, ways);
 
   const cases = await dualAgentTest(llm, { dir, envId, plan, source, rounds });
   const ok = cases.filter((c) => c.result !== "fail").length;
@@ -213,23 +228,35 @@ async function tryClass(target: ClassTarget, source: string): Promise<string[]> 
 }
 
 /**
- * The env class: written whole first; when that is still broken after its re-asks, one method per
- * tool, in order (each checked in the class as far as it is written, re-asked with what went
- * wrong), then put together and checked again. `code_mode` says which way it was made.
+ * The env class, written each way in turn until one works (`--code-mode`, then `--code-fallback`):
+ * whole; one method per tool, in order (each checked in the class as far as it is written,
+ * re-asked with what went wrong); or the plan's scaffold with one body per tool (the same, inside a
+ * class the plan decides). `code_mode` says which way made it.
  */
-async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): Promise<{ source: string; code_mode: "class" | "methods" }> {
-  try {
-    const source = await llm.ask("code", codePrompt(plan, target.className), async (reply) => {
-      const code = extractCode(reply);
-      const problems = await tryClass(target, code);
-      if (problems.length) throw new InvalidReply(`the class does not work: ${problems.join("; ")}${hinted(code, problems, plan)}`);
-      return code;
-    });
-    return { source, code_mode: "class" };
-  } catch (e) {
-    if (!(e instanceof LlmError)) throw e;
-    llm.fallback("code", `the whole class failed (${e.message.slice(0, 200)}); writing it one method at a time`);
+async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget, ways: readonly CodeWay[]): Promise<{ source: string; code_mode: CodeMode }> {
+  for (const [i, way] of ways.entries()) {
+    try {
+      const source = way === "whole" ? await writeWhole(llm, plan, target) : way === "methods" ? await writeMethods(llm, plan, target) : await writeScaffolded(llm, plan, target);
+      return { source, code_mode: MODE_OF[way] };
+    } catch (e) {
+      const next = ways[i + 1];
+      if (!(e instanceof LlmError) || !next) throw e;
+      llm.fallback(STAGE_OF[way], `the ${way === "whole" ? "whole class" : way === "methods" ? "class written one method at a time" : "scaffolded class"} failed (${e.message.slice(0, 200)}); writing it ${next === "whole" ? "whole" : next === "methods" ? "one method at a time" : "as tool bodies in the plan's scaffold"}`);
+    }
   }
+  throw new Error("writeClass: no way of writing the class was given"); // buildEnv always passes one
+}
+
+async function writeWhole(llm: LlmClient, plan: EnvPlan, target: ClassTarget): Promise<string> {
+  return llm.ask("code", codePrompt(plan, target.className), async (reply) => {
+    const code = extractCode(reply);
+    const problems = await tryClass(target, code);
+    if (problems.length) throw new InvalidReply(`the class does not work: ${problems.join("; ")}${hinted(code, problems, plan)}`);
+    return code;
+  });
+}
+
+async function writeMethods(llm: LlmClient, plan: EnvPlan, target: ClassTarget): Promise<string> {
   const methods: string[] = [];
   for (const [i, tool] of plan.tools.entries()) {
     // checked in the class as it stands: the methods accepted so far, this one, and a stub for each
@@ -247,7 +274,38 @@ async function writeClass(llm: LlmClient, plan: EnvPlan, target: ClassTarget): P
   const source = classOf(target.className, methods);
   const problems = await tryClass(target, source);
   if (problems.length) throw new LlmError(`code: the class put together from its methods does not work: ${problems.join("; ")}`);
-  return { source, code_mode: "methods" };
+  return source;
+}
+
+/**
+ * The scaffolded way (synth/stages/scaffold.ts): the class, its helpers and each tool's argument
+ * checks come from the plan; plain lookups and listings are filled by the scaffold; the model
+ * writes each other tool's body, one call per tool (a small model loses the thread over several
+ * bodies at once, as it does over a whole class), each checked in the class as it stands and
+ * re-asked with the exact exception, the arguments that raised it and the repair hints.
+ */
+async function writeScaffolded(llm: LlmClient, plan: EnvPlan, target: ClassTarget): Promise<string> {
+  const scaffold = scaffoldFor(plan, target.className);
+  const bodies = new Map(scaffold.filled);
+  // the skeleton alone (every body still to write a stub) must pass: if not, the plan has something
+  // the scaffold does not handle, and no body the model writes would fix it
+  const bare = await tryClass(target, scaffold.source(bodies));
+  if (bare.length) throw new LlmError(`scaffold: the class skeleton does not pass the check: ${bare.join("; ")}`);
+  for (const tool of plan.tools) {
+    if (bodies.has(tool.name)) continue;
+    const prompt = bodyPrompt(plan, target.className, tool, { skeleton: scaffold.skeleton(tool.name, bodies), helpers: HELPER_DOCS, marker: BODY_MARKER });
+    const body = await llm.ask("body", prompt, async (reply) => {
+      const written = bodyOf(reply, tool.name, Object.keys(tool.parameters.properties));
+      const problems = await tryClass(target, scaffold.source(new Map([...bodies, [tool.name, written]])));
+      if (problems.length) throw new InvalidReply(`the body does not work: ${problems.join("; ")}${hinted(written, problems, plan)}`);
+      return written;
+    });
+    bodies.set(tool.name, body);
+  }
+  const source = scaffold.source(bodies);
+  const problems = await tryClass(target, source);
+  if (problems.length) throw new LlmError(`code: the scaffolded class with its bodies does not work: ${problems.join("; ")}`);
+  return source;
 }
 
 /** The likely causes found in the written source, as a sentence for the re-ask ("" when none). */

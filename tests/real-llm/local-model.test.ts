@@ -8,7 +8,8 @@
 //
 // Sizes: LOCAL_LLM_SYNTH_TASKS (API-Bank task lines, default 3), LOCAL_LLM_SYNTH_ROUNDS (dual-agent
 // test rounds per env, default 4), LOCAL_LLM_AGENT_SCENARIOS (bundled task scenarios, default 4),
-// LOCAL_LLM_AGENT_STEPS (default 6), LOCAL_LLM_JSON_MODE (synth's --json-mode, default off). The figures go to stdout and to LOCAL_LLM_REPORT (default
+// LOCAL_LLM_AGENT_STEPS (default 6), LOCAL_LLM_JSON_MODE (synth's --json-mode, default off),
+// LOCAL_LLM_CODE_MODE / LOCAL_LLM_CODE_FALLBACK (synth's --code-mode / --code-fallback, default whole / methods). The figures go to stdout and to LOCAL_LLM_REPORT (default
 // /tmp/envscaler-local-llm.json); a line per event, step and episode goes to LOCAL_LLM_PROGRESS
 // (default /tmp/envscaler-local-llm.log) as the run goes, so a long run can be watched.
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -22,6 +23,7 @@ import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/format/registry.js";
 import { LlmClient, type JsonMode } from "../../synth/llm/llm-client.js";
 import { runSynth } from "../../synth/pipeline.js";
+import type { CodeWay } from "../../synth/stages/build-env.js";
 import { prefilterReason, readTaskTexts } from "../../synth/stages/mine.js";
 import { needsShared, sharedPath } from "../shared-data.js";
 
@@ -74,6 +76,8 @@ describe.skipIf(!ON)("a real small model (opt-in: LOCAL_LLM=1 and a server at LO
     const ticker = setInterval(() => progress(`synth: ${llm.inFlight} in flight; ${JSON.stringify(llm.totals())}; by stage ${JSON.stringify(llm.usage)}`), 15_000);
     const r = await runSynth(llm, {
       stage: "all", out, input, format: "jsonl", rounds: num("LOCAL_LLM_SYNTH_ROUNDS", 4), perEnv: 1, conversationEvery: 0,
+      codeMode: (process.env.LOCAL_LLM_CODE_MODE ?? "whole") as CodeWay,
+      codeFallback: (process.env.LOCAL_LLM_CODE_FALLBACK ?? "methods") as CodeWay | "none",
       progress: (stage, done, total) => progress(`synth ${stage} ${done}/${total}`),
     }).finally(() => clearInterval(ticker));
     const t = llm.totals();

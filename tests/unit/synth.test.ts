@@ -79,6 +79,9 @@ test("per-stage endpoints come from flags, then env vars, then --stage-model", (
   expect(stageEndpoints({ model: "m", stageModel: ["code=coder"] }).method!.model).toBe("coder");
   expect(stageEndpoints({ model: "m", stageModel: [] }, { ENVSCALER_SYNTH_CODE_BASE_URL: "http://coder/v1" }).method!.baseURL).toBe("http://coder/v1");
   expect(stageEndpoints({ model: "m", stageModel: ["code=coder", "method=tiny"] }).method!.model).toBe("tiny");
+  // so does the scaffolded mode's body stage
+  expect(stageEndpoints({ model: "m", stageModel: ["code=coder"] }).body!.model).toBe("coder");
+  expect(stageEndpoints({ model: "m", stageModel: ["code=coder", "body=tiny"] }).body!.model).toBe("tiny");
 });
 
 /** The two whole-pipeline runs: ~30 s on a quiet 2-core machine, twice that with other suites beside them. */
