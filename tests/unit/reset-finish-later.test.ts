@@ -97,7 +97,7 @@ describe.each([
   });
 });
 
-test("past maxPendingScores the runtime refuses finishLater (the front scores in line); a score taken frees the slot", async () => {
+test("past maxPendingScores finishLater waits for room: whenScoreRoom settles once a score arrives", async () => {
   const rt = await EnvRuntime.start({ envs: [FIXTURES], workers: 0, maxPendingScores: 1, keptScores: 1 });
   try {
     const a = await rt.reset("notes-1", 1);
@@ -107,7 +107,12 @@ test("past maxPendingScores the runtime refuses finishLater (the front scores in
     rt.finishLater(a.episode_id);
     expect(rt.canFinishLater(b.episode_id)).toBe(false);
     expect(rt.canFinishLater(a.episode_id)).toBe(false); // ended
+    let room = false;
+    const waiting = rt.whenScoreRoom().then(() => (room = true));
+    await new Promise((r) => setImmediate(r));
+    expect(room).toBe(false);
     expect((await rt.result(a.episode_id)).info.end_reason).toBe("client");
+    await waiting;
     expect(rt.canFinishLater(b.episode_id)).toBe(true);
     rt.finishLater(b.episode_id);
     await rt.result(b.episode_id);

@@ -21,12 +21,15 @@ export interface DeferredScoresOptions {
 /**
  * The scores of episodes a reset ended without waiting for them (EnvRuntime.finishLater): pending
  * until their engine has scored them, then kept for `EnvRuntime.result` up to a bound. Both bounds
- * keep a client that never asks from growing the replica: the pending one pushes scoring back in
- * line (backpressure), the kept one forgets the oldest results.
+ * keep a client that never asks from growing the replica: past the pending one a reset waits for
+ * a score to arrive (backpressure at the scorer's pace, adding no work beside it), the kept one
+ * forgets the oldest results.
  */
 export class DeferredScores {
   private readonly pending = new Map<string, PendingScore>();
   private readonly done = new Map<string, StepResult | RuntimeError>();
+  /** Told when a pending score arrives (see whenRoom). */
+  private waiters: (() => void)[] = [];
 
   constructor(readonly options: DeferredScoresOptions) {}
 
@@ -44,11 +47,19 @@ export class DeferredScores {
     this.pending.set(rec.id, p);
     const keep = (r: StepResult | RuntimeError) => {
       this.pending.delete(rec.id);
+      const waiting = this.waiters;
+      this.waiters = [];
+      for (const w of waiting) w();
       this.done.set(rec.id, r);
       if (this.done.size > this.options.kept) this.done.delete(this.done.keys().next().value!);
     };
     result.then(keep, (e: unknown) => keep(e instanceof RuntimeError ? e : new RuntimeError("internal_error", e instanceof Error ? e.message : String(e))));
     return p;
+  }
+
+  /** Settles once fewer than `maxPending` scores are on their way (at once when that is so now). */
+  async whenRoom(): Promise<void> {
+    while (this.full) await new Promise<void>((resolve) => this.waiters.push(resolve));
   }
 
   findPending(episodeId: string): PendingScore | undefined {

@@ -155,14 +155,19 @@ export class EnvRuntime {
     return result;
   }
 
-  /**
-   * Whether finishLater takes the episode: it is running, and the scores on their way are under
-   * `maxPendingScores` (past it the caller scores in line with `finish`, so a client that resets
-   * faster than its episodes are scored is slowed to that pace instead of queueing without end).
-   */
+  /** Whether finishLater takes the episode now: it is running, and the scores on their way are under `maxPendingScores`. */
   canFinishLater(episodeId: string): boolean {
     const rec = this.table.find(episodeId);
     return rec !== undefined && !rec.ended && !rec.dead && !this.scores.full;
+  }
+
+  /**
+   * Settles once finishLater has room (fewer than `maxPendingScores` scores on their way): a client
+   * that resets faster than its episodes are scored is slowed to the scorer's pace, rather than
+   * queueing without end or scoring in line beside the scorer (two threads' work on the same cores).
+   */
+  whenScoreRoom(): Promise<void> {
+    return this.scores.whenRoom();
   }
 
   /**

@@ -338,10 +338,13 @@ export class BridgeServer {
       let previous: PreviousEpisode | undefined;
       // finish_previous: score and record the running episode's end (as `finish` would) in this
       // same request, so a client's reset of a live episode is one round trip, not two
-      // "later": ended now, scored once the replica is idle (episode_result fetches it), so the
-      // reply does not wait for the scoring; past the pending bound it is scored in line as with true
-      if (s.episodeId && finishPrevious === "later" && this.runtime.canFinishLater(s.episodeId)) previous = this.finishPreviousLater(s.episodeId);
-      else if (s.episodeId && finishPrevious) previous = await this.finishPrevious(s.episodeId);
+      // "later": ended now, scored after the reply (episode_result fetches it), so the reply does
+      // not wait for the scoring; past the pending bound the reset first waits for a score to arrive
+      if (s.episodeId && finishPrevious === "later") {
+        await this.runtime.whenScoreRoom();
+        if (this.runtime.canFinishLater(s.episodeId)) previous = this.finishPreviousLater(s.episodeId);
+        else previous = await this.finishPrevious(s.episodeId); // it had ended or died: as true says so
+      } else if (s.episodeId && finishPrevious) previous = await this.finishPrevious(s.episodeId);
       // not awaited: the close and the new reset reach the engine in one message, in that order,
       // so a reset in place costs one thread hop, not two (the session service forgets it first)
       this.sessions.endEpisode(s, (e, old) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
