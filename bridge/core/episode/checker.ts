@@ -83,15 +83,15 @@ export async function runJsChecks(sandboxes: SandboxHost, sources: readonly stri
       // between two checks, never inside one: the sandbox is left as the check left it
       if (pause && i > 0) await pause();
       try {
+        let fresh = false;
         if (!sandbox) {
           sandbox = await Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
           const built = sandbox.dispatch("inputs", layouts, extras);
           if (!built.ok) throw new SandboxFault("env_crashed", `building the check inputs: ${built.error.name}: ${built.error.message}`);
-        } else {
-          const fresh = sandbox.dispatch("configure", config); // the seed and clock a fresh realm starts with
-          if (!fresh.ok) throw new SandboxFault("env_crashed", `configuring the check sandbox: ${fresh.error.name}: ${fresh.error.message}`);
+          fresh = true;
         }
-        const out = sandbox.dispatch("check", source);
+        // after the first check of a sandbox, the check op first re-sets the seed and clock a fresh realm starts with
+        const out = fresh ? sandbox.dispatch("check", source) : sandbox.dispatch("check", source, config);
         if (!out.ok) {
           verdicts.push({ passed: false, error: `${out.error.name}: ${out.error.message}` });
           continue;

@@ -651,8 +651,11 @@
       checkInputs = { initial: buildScoped("initial", layouts.initial), final: buildScoped("final", layouts.final), extrasJson };
       return null;
     },
-    check(source) {
+    // `configJson`: the seed and clock to start from (configure's), set in the same call: one
+    // host→guest crossing a check instead of two
+    check(source, configJson) {
       if (checkInputs === null) fail("check before inputs");
+      if (configJson !== undefined) configure(configJson);
       const fn = indirectEval("(" + source + "\n)");
       if (typeof fn !== "function") fail("check source does not evaluate to a function");
       // the states are shared read-only views; the action and message lists are each check's own
