@@ -10,7 +10,8 @@
 # Env: ROUNDS (dual-agent rounds, default 4), PER_ENV (scenarios per env, default 1), TIMEOUT (seconds per request, default 1800), JSON_MODE
 # (default schema), MAX_TOKENS (default 2048: the local-llm server's own -n, which is the only cap
 # the original's calls have), CODE_MODE / CODE_FALLBACK (synth's --code-mode / --code-fallback,
-# default whole / methods). Needs `npm run build` and ../shared/datasets. Writes OUT/tasks.jsonl,
+# default whole / methods), CACHE (the LLM call cache, default OUT/.cache: another run's cache replays
+# its finished calls, e.g. to try another code mode on the same plans). Needs `npm run build` and ../shared/datasets. Writes OUT/tasks.jsonl,
 # OUT/timings.tsv (stage, start, end, exit code, /proc/loadavg at the end) and synth's own output.
 set -uo pipefail
 N=${1:?N lines} OUT=${2:?out dir} URL=${3:?base url} MODEL=${4:-qwen2.5-coder-1.5b}
@@ -33,7 +34,7 @@ writeFileSync(out, t.map((x) => JSON.stringify({ task: x })).join("\n") + "\n");
 export OPENAI_API_KEY=${OPENAI_API_KEY:-sk-local}
 common=(--out "$OUT" --base-url "$URL" --model "$MODEL" --concurrency 2 --timeout "${TIMEOUT:-1800}" --max-retries 1
   --max-tokens "${MAX_TOKENS:-2048}" --json-mode "${JSON_MODE:-schema}" --rounds "${ROUNDS:-4}"
-  --per-env "${PER_ENV:-1}" --conversation-every 0 --code-mode "${CODE_MODE:-whole}" --code-fallback "${CODE_FALLBACK:-methods}")
+  --per-env "${PER_ENV:-1}" --conversation-every 0 --code-mode "${CODE_MODE:-whole}" --code-fallback "${CODE_FALLBACK:-methods}" ${CACHE:+--cache "$CACHE"})
 for stage in mine build scenarios; do
   extra=(); [ "$stage" = mine ] && extra=(--input "$OUT/tasks.jsonl")
   t0=$(date +%s)
