@@ -142,17 +142,22 @@ export class EnvRuntime {
     this.table.recordable();
     const result = await this.pool.request(rec, "finish", {});
     if (!rec.ended) {
-      const { info: i } = result;
-      this.table.record({
-        t: "episode_end", episode_id: episodeId, how: "finish",
-        result: {
-          step: i.step, observation: result.observation, reward: result.reward, terminated: result.terminated, truncated: result.truncated,
-          state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error,
-        },
-      });
+      this.recordFinish(episodeId, result);
       rec.ended = true;
     }
     return result;
+  }
+
+  /** The trajectory record of an episode ended by the client (`finish`, or a reset's finish_previous), with its score. */
+  private recordFinish(episodeId: string, r: StepResult, strict = true): void {
+    const { info: i } = r;
+    this.table.record({
+      t: "episode_end", episode_id: episodeId, how: "finish",
+      result: {
+        step: i.step, observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated,
+        state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error,
+      },
+    }, strict);
   }
 
   /** Whether finishLater takes the episode now: it is running, and the scores on their way are under `maxPendingScores`. */
@@ -187,15 +192,8 @@ export class EnvRuntime {
     const ended = this.pool.request(rec, "finish_later", {});
     const scored = this.pool.request(rec, "score", { urgent: false });
     const result = Promise.all([ended, scored]).then(([, r]) => {
-      const { info: i } = r;
       // as a close's: written whatever happens (a failing writer refuses new work itself)
-      this.table.record({
-        t: "episode_end", episode_id: episodeId, how: "finish",
-        result: {
-          step: i.step, observation: r.observation, reward: r.reward, terminated: r.terminated, truncated: r.truncated,
-          state_hash: i.state_hash, diff: i.diff, tool_calls: i.tool_calls, end_reason: i.end_reason, reward_info: i.reward_info, error: i.error,
-        },
-      }, false);
+      this.recordFinish(episodeId, r, false);
       return r;
     });
     this.scores.add(rec, result);
