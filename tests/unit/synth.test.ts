@@ -105,7 +105,10 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     expect(mined.envs).toHaveLength(1);
     expect(mined.envs[0].source_tasks).toHaveLength(2);
     // every bad reply was served and caught (re-asked), none got through
-    expect(served, JSON.stringify(report, null, 1)).toEqual(["plan: invalid JSON", "code: constructor throws", "code: constructor loops", "scenario: checks always pass", "scenario: reference does not solve it"]);
+    expect(served, JSON.stringify(report, null, 1)).toEqual(["plan: invalid JSON", "code: constructor throws", "code: constructor loops", "test: a call without its arguments", "scenario: checks always pass", "scenario: reference does not solve it"]);
+    // the tester's call the tool's schema refuses was re-asked (it would test the bridge's check, not the env)
+    const testAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: test"));
+    expect(testAsks[1]!.messages.at(-1)!.content).toMatch(/list_appointments: .*patient_id.*refused before the environment runs/);
     const codeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: code"));
     expect(codeAsks[1]!.messages.at(-1)!.content).toMatch(/does not load in the sandbox: Error: not ready/);
     expect(codeAsks[2]!.messages.at(-1)!.content).toMatch(/env_timeout|deadline|interrupted/i);
