@@ -344,8 +344,8 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
   const cases: TestCase[] = [];
   const counts = new Map<string, number>(env.plan.tools.map((t) => [t.name, 0]));
   // the bridge checks arguments against the tool's schema before the env sees them: a call it
-  // refuses there tests nothing of the env, yet the 1.5B sent `{}` as a "positive" case in 7 of 12
-  // rounds and its judge failed the env for the refusal (docs/local-model.md); such a call is re-asked
+  // refuses there tests nothing of the env, yet the 1.5B sent `{}` in 8 of 12 rounds (6 called
+  // positive) and its judge failed the env for the refusal (docs/local-model.md); such a call is re-asked
   const validator = new ToolValidator(toolSchemas(env.plan));
   try {
     let episode = (await rt.reset(`${env.envId}-probe`, 0)).episode_id;
