@@ -186,6 +186,9 @@ export function manifestFor(plan: EnvPlan, envId: string, className: string): Re
   };
 }
 
+/** The fewest dual-agent rounds that must count (run a call the env could run) for an env to be kept: half of them. */
+const minCountedRounds = (rounds: number) => Math.ceil(rounds / 2);
+
 /** The plan's tools as the manifest lists them (OpenAI function schemas). */
 function toolSchemas(plan: EnvPlan): ToolSchema[] {
   return plan.tools.map((t) => ({ type: "function" as const, function: { name: t.name, description: t.description, parameters: t.parameters } }));
@@ -215,7 +218,9 @@ export async function buildEnv(llm: LlmClient, mined: MinedEnv, options: BuildOp
   const cases = await dualAgentTest(llm, { dir, envId, plan, source, rounds });
   const ok = cases.filter((c) => c.result !== "fail").length;
   const passRate = cases.length ? Math.round((ok / cases.length) * 1000) / 1000 : 0;
-  const kept = passRate >= (options.threshold ?? 0.85);
+  // rounds whose call the tester could not make runnable are not counted (dualAgentTest): a pass
+  // rate over fewer than half the rounds is too thin to keep an env on
+  const kept = passRate >= (options.threshold ?? 0.85) && cases.length >= minCountedRounds(rounds);
   writeFileSync(join(dir, "build-report.json"), `${JSON.stringify({ env_id: envId, topic: mined.topic, code_mode, pass_rate: passRate, kept, cases }, null, 1)}\n`);
   return { env_id: envId, dir, topic: mined.topic, code_mode, pass_rate: passRate, kept, cases };
 }
@@ -399,7 +404,13 @@ export async function buildEnvs(llm: LlmClient, mined: MinedEnv[], options: Buil
     mined.map(async (m) => {
       try {
         const b = await buildEnv(llm, m, options);
-        if (!b.kept) rejected.push({ item: b.env_id, reason: `dual-agent test pass rate ${b.pass_rate} < ${options.threshold ?? 0.85}` });
+        const counted = minCountedRounds(options.rounds ?? 12);
+        if (!b.kept) {
+          rejected.push({
+            item: b.env_id,
+            reason: b.cases.length < counted ? `dual-agent test: only ${b.cases.length} of its rounds ran a call the env could run (at least ${counted} needed)` : `dual-agent test pass rate ${b.pass_rate} < ${options.threshold ?? 0.85}`,
+          });
+        }
         return b;
       } catch (e) {
         if (!(e instanceof LlmError)) throw e;

@@ -359,3 +359,24 @@ test("synth with stderr not a terminal logs a progress line every few seconds, w
     await fixture.close();
   }
 }, 60_000);
+
+test("a tester that never writes a call the env could run: its rounds are not counted, and an env tested on fewer than half its rounds is not kept", async () => {
+  const fixture = await OpenAIFixture.start((req: FixtureRequest) =>
+    (req.messages[0]?.content ?? "").includes("synth: test")
+      ? JSON.stringify({ tool: "list_appointments", arguments: {}, case_type: "positive", expectation: "the appointments" })
+      : synthResponder(req),
+  );
+  const out = tmp();
+  const input = join(out, "tasks.jsonl");
+  writeFileSync(input, TASKS.map((t) => JSON.stringify({ task: t })).join("\n"));
+  try {
+    const report = await runSynth(llmFor(fixture, join(out, ".cache")), { stage: "all", out, input, format: "jsonl", rounds: 4, perEnv: 1, conversationEvery: 0 });
+    expect(report.build!.envs).toEqual([{ env_id: "dental-clinic-v1", topic: "dental clinic scheduling", code_mode: "class", pass_rate: 0, kept: false, cases: 0 }]);
+    expect(report.build!.rejected).toEqual([{ item: "dental-clinic-v1", reason: "dual-agent test: only 0 of its rounds ran a call the env could run (at least 2 needed)" }]);
+    // each round asked once and re-asked twice, none judged
+    expect(fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: test"))).toHaveLength(12);
+    expect(fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: judge"))).toHaveLength(0);
+  } finally {
+    await fixture.close();
+  }
+}, PIPELINE_TIMEOUT_MS);
