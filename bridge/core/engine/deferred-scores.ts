@@ -37,10 +37,6 @@ export class DeferredScores {
     return this.pending.size >= this.options.maxPending;
   }
 
-  get pendingCount(): number {
-    return this.pending.size;
-  }
-
   /** Tracks `result` until it settles, then keeps what it gave. */
   add(rec: EpisodeRecord, result: Promise<StepResult>): PendingScore {
     const p: PendingScore = { rec, result, urgent: false };
