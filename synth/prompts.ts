@@ -139,7 +139,7 @@ Reply with JSON only: {"result": "pass" | "warning" | "fail", "reason": string}.
   ];
 }
 
-export function scenarioPrompt(args: { introduction: string; rules: string[]; tools: unknown[]; state: string; mode: "task" | "conversation"; taken: string[] }): Message[] {
+export function scenarioPrompt(args: { introduction: string; rules: string[]; tools: unknown[]; state: string; mode: "task" | "conversation"; taken: string[]; examples: string[] }): Message[] {
   return [
     {
       role: "system",
@@ -149,7 +149,9 @@ Reply with JSON only:
 {"task": string, ${args.mode === "conversation" ? `"user_instructions": string (who the simulated user is, what they want, what they know; they reveal details gradually), ` : ""}"state_overrides": object (record-level changes to the default state, {"collection": {"id": {...record} | null}}, may be {}),
  "checklist": [{"description": string, "source": "JavaScript arrow function ({initial, final}) => boolean"}, ...],
  "reference_actions": [{"name": tool name, "arguments": object}, ...] (a correct solution, in order)}
-Checks compare the final state with the initial one, are deterministic, and must NOT already pass on the initial state as a whole.`,
+Checks compare the final state with the initial one, are deterministic, and must NOT already pass on the initial state as a whole.
+A check is called with ONE object {initial, final, actions, messages}: initial and final are states shaped like the default state below (each collection an object keyed by record id, not an array). Checks for this environment look like:
+${args.examples.map((e) => `  ${e}`).join("\n")}`,
     },
     {
       role: "user",

@@ -9,6 +9,7 @@ import { loadBundle } from "../../envs/format/load-bundle.js";
 import { bundleInitialState } from "../../bridge/core/state/bundle-state.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
+import { checkExamples, checkHints } from "./check-hints.js";
 import type { Rejection } from "./mine.js";
 
 const JsonObject = z.record(z.string(), z.unknown());
@@ -85,19 +86,23 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   const workDir = join(bundleDir, ".vetting");
   const n = options.perEnv ?? 3;
   const every = options.conversationEvery ?? 3;
+  const initial = bundleInitialState(bundle);
+  const examples = checkExamples(initial);
   for (let i = 0; i < n; i++) {
     const mode = every > 0 && (i + 1) % every === 0 ? "conversation" : "task";
     const id = `${prefix}-${i + 1}`;
     try {
       const draft = await llm.askJson(
         "scenario",
-        scenarioPrompt({ introduction: m.introduction, rules: m.rules, tools: m.tools, state: JSON.stringify(bundleInitialState(bundle)), mode, taken: kept.map((s) => s.task) }),
+        scenarioPrompt({ introduction: m.introduction, rules: m.rules, tools: m.tools, state: JSON.stringify(initial), mode, taken: kept.map((s) => s.task), examples }),
         ScenarioDraft,
         async (d) => {
           if (mode === "conversation" && !d.user_instructions) return "a conversation scenario needs user_instructions";
           const parsed = Scenario.safeParse(toScenario(d, id, bundle.id, mode));
           if (!parsed.success) return `not a valid scenario: ${parsed.error.issues.map((x) => `${x.path.join(".")}: ${x.message}`).join("; ")}`;
-          return vetScenario(bundleDir, parsed.data, workDir);
+          const problem = await vetScenario(bundleDir, parsed.data, workDir);
+          const hints = problem === null ? [] : checkHints(d.checklist.map((c) => c.source), initial);
+          return problem === null ? null : `${problem}${hints.length ? `. Likely cause: ${hints.join(" ")}` : ""}`;
         },
       );
       kept.push(Scenario.parse(toScenario(draft, id, bundle.id, mode)));

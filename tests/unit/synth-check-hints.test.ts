@@ -1,0 +1,85 @@
+import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect, test } from "vitest";
+import { LlmClient } from "../../synth/llm/llm-client.js";
+import { checkExamples, checkHints } from "../../synth/stages/check-hints.js";
+import { generateScenarios } from "../../synth/stages/scenarios.js";
+import { FIXTURES } from "../helpers.js";
+import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
+
+const STATE = {
+  appointments: { A1: { patient_id: "P1", day: "monday", status: "booked" } },
+  patients: { P1: { name: "Ann" } },
+  next_id: 2,
+};
+
+test("each failing shape of the real 1.5B's checks gets a hint naming the check and the expression", () => {
+  const hints = (source: string) => checkHints([source], STATE).join(" | ");
+  // positional parameters: `final` is undefined and every check throws (the 2026-11-29 run)
+  expect(hints("(initial, final) => final.appointments.A1.status === 'cancelled'")).toMatch(/check #0 is written \(initial, final\) => …, but a check is called with ONE object .*\(\{initial, final\}\) =>.*appointments, patients, next_id/);
+  expect(hints("function (state) { return state.appointments.A1.status === 'x'; }")).toMatch(/written \(state\)/);
+  expect(hints("state => state.appointments.A1")).toMatch(/check #0 reads state\.appointments: a check sees no state/);
+  // a collection keyed by id used as an array
+  expect(hints("({final}) => final.appointments.filter(a => a.day === 'tuesday').length === 1")).toMatch(/appointments is an object keyed by record id, not an array, so final\.appointments\.filter fails/);
+  // a key the state does not have
+  expect(hints("({final}) => final.state.appointments.A1.status === 'x'")).toMatch(/reads final\.state, which the state does not have: its keys are appointments, patients, next_id/);
+  // statements without braces: the SyntaxError the 1.5B's other env had
+  expect(hints("({final}) => const a = final.appointments.A1; return a.status === 'x'")).toMatch(/body is statements without braces/);
+  // the index is the check's own
+  expect(checkHints(["({final}) => final.appointments.A1.status === 'x'", "(s) => true"], STATE).join(" ")).toMatch(/^check #1 /);
+  // a well-formed check gets none
+  expect(checkHints(["({initial, final}) => Object.values(final.appointments).length > Object.values(initial.appointments).length", "({final}) => { const a = final.appointments.A1; return a.status === 'x'; }"], STATE)).toEqual([]);
+});
+
+test("the examples shown in the prompt are checks of this env's state that do not pass before anything changed", () => {
+  const examples = checkExamples(STATE);
+  expect(examples.join("\n")).toMatch(/final\.appointments\['A1'\]\?\.patient_id/);
+  const untouched = structuredClone(STATE);
+  const moved = structuredClone(STATE);
+  moved.appointments.A1.patient_id = "P2";
+  // the test evaluates them as plain JS (trusted here: we wrote them); they compile and return booleans
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval
+  const run = (src: string, initial: unknown, final: unknown) => (new Function(`return (${src})`)() as (x: unknown) => unknown)({ initial, final, actions: [], messages: [] });
+  for (const e of examples) {
+    expect(run(e, STATE, untouched)).toBe(false);
+    expect(checkHints([e], STATE)).toEqual([]);
+  }
+  expect(run(examples[0]!, STATE, moved)).toBe(true);
+  const added = structuredClone(STATE) as typeof STATE & { appointments: Record<string, unknown> };
+  added.appointments.A2 = { patient_id: "P1", day: "friday", status: "booked" };
+  expect(run(examples[1]!, STATE, added)).toBe(true);
+  // a state without a collection of records still gets a usable example
+  expect(checkExamples({ counter: 1 })).toHaveLength(1);
+});
+
+test("a scenario whose checks take positional parameters is re-asked with the argument's shape, then kept", async () => {
+  const out = mkdtempSync(join(tmpdir(), "envscaler-hints-"));
+  const bundle = join(out, "notes");
+  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
+  const good = {
+    task: "Bob (u2) wants a note titled todo that says call mom.",
+    state_overrides: {},
+    checklist: [{ description: "Bob has the todo note", source: "({final}) => Object.values(final.notes).some(n => n.user_id === 'u2' && n.title === 'todo' && n.body === 'call mom')" }],
+    reference_actions: [{ name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } }],
+  };
+  // the real shape: the same check, with (initial, final) for parameters
+  const positional = { ...good, checklist: [{ ...good.checklist[0]!, source: good.checklist[0]!.source.replace("({final})", "(initial, final)") }] };
+  const fixture = await OpenAIFixture.start((req: FixtureRequest) => "```json\n" + JSON.stringify(req.messages.some((m) => m.role === "assistant") ? good : positional) + "\n```");
+  try {
+    const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+    const { kept, rejected } = await generateScenarios(llm, bundle, { perEnv: 1, conversationEvery: 0 });
+    expect(rejected).toEqual([]);
+    expect(kept.map((s) => s.id)).toEqual(["notes-1"]);
+    expect(fixture.requests).toHaveLength(2);
+    // the prompt shows checks written for this env's state
+    expect(fixture.requests[0]!.messages[0]!.content).toMatch(/called with ONE object \{initial, final, actions, messages\}[\s\S]*final\.notes\['n1'\]\?\.user_id/);
+    // the re-ask: vetting's own report, then the hint naming the check and its parameters
+    const reask = fixture.requests[1]!.messages.at(-1)!.content;
+    expect(reask).toMatch(/the reference solution scores 0(\.\d+)?, not 1\.0: #0 "Bob has the todo note" \(TypeError/);
+    expect(reask).toMatch(/Likely cause: check #0 is written \(initial, final\) => …, but a check is called with ONE object/);
+    expect(JSON.parse(readFileSync(join(bundle, "scenarios.json"), "utf8"))[0].checks[0].source).toBe(good.checklist[0]!.source);
+  } finally {
+    await fixture.close();
+  }
+});
