@@ -11,7 +11,8 @@
 # (default schema), MAX_TOKENS (default 2048: the local-llm server's own -n, which is the only cap
 # the original's calls have), CODE_MODE / CODE_FALLBACK (synth's --code-mode / --code-fallback,
 # default whole / methods), CACHE (the LLM call cache, default OUT/.cache: another run's cache replays
-# its finished calls, e.g. to try another code mode on the same plans). Needs `npm run build` and ../shared/datasets. Writes OUT/tasks.jsonl,
+# its finished calls, e.g. to try another code mode on the same plans), NICE (the stages' nice level,
+# default 19; 0 when the machine is left to the model, since a niced stage starves under load). Needs `npm run build` and ../shared/datasets. Writes OUT/tasks.jsonl,
 # OUT/timings.tsv (stage, start, end, exit code, /proc/loadavg at the end) and synth's own output.
 set -uo pipefail
 N=${1:?N lines} OUT=${2:?out dir} URL=${3:?base url} MODEL=${4:-qwen2.5-coder-1.5b}
@@ -38,7 +39,7 @@ common=(--out "$OUT" --base-url "$URL" --model "$MODEL" --concurrency 2 --timeou
 for stage in mine build scenarios; do
   extra=(); [ "$stage" = mine ] && extra=(--input "$OUT/tasks.jsonl")
   t0=$(date +%s)
-  nice -n 19 node dist/cli/main.js synth "$stage" "${common[@]}" "${extra[@]}" 2> "$OUT/synth.$stage.log"
+  nice -n "${NICE:-19}" node dist/cli/main.js synth "$stage" "${common[@]}" "${extra[@]}" 2> "$OUT/synth.$stage.log"
   rc=$?
   printf '%s\t%s\t%s\t%s\t%s\n' "$stage" "$t0" "$(date +%s)" "$rc" "$(cat /proc/loadavg)" >> "$OUT/timings.tsv"
   [ "$rc" = 0 ] || break # a stage that produced nothing exits 1; the next has nothing to read
