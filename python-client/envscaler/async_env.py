@@ -16,7 +16,7 @@ from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
 from .episode_logic import LOST_SESSION, Episode, StepTuple, check_mode, check_seed, choose_scenario, episode_seed, lost_step, plain_action, select_scenarios, step_tuple
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
-from .protocol import BridgeError, BridgeTimeout, SessionLost, ShuttingDown
+from .protocol import BridgeError, BridgeExited, BridgeTimeout, SessionLost, ShuttingDown
 from .reachability import BridgeNotRunning, check_reachable
 from .transcript import Transcript, snapshot_transcript
 
@@ -215,9 +215,10 @@ class AsyncEnvScalerEnv:
         if self.fleet is None:
             try:
                 return step_tuple(await request(), drop=("episode_id",))
-            except (SessionLost, ShuttingDown, BridgeTimeout, BridgeNotRunning) as e:
-                # the replica died, restarted, is stopping or stopped answering mid-step: the
-                # episode ends here, and the next reset opens a new session
+            except (SessionLost, ShuttingDown, BridgeTimeout, BridgeExited, BridgeNotRunning) as e:
+                # the replica died, restarted, is stopping or stopped answering mid-step (or the
+                # launched bridge a watched client serves exited): the episode ends here, and the
+                # next reset opens a new session
                 self.episode.forget()
                 return lost_step("session_lost", str(e))
         self.fleet.refresh()
