@@ -58,6 +58,14 @@ class _Previous(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._full())
 
+    def __copy__(self) -> _Previous:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Previous:
+        # read-only, and its fetch holds the env's client (a socket and a lock, which cannot be
+        # copied): a copy of an info (a fork's or a snapshot's transcript) shares it
+        return self
+
     def __repr__(self) -> str:
         state = "pending" if self.pending else "scored"
         return f"{type(self).__name__}({state}: {self._data!r})"

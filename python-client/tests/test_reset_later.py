@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, AsyncPreviousEpisode, Bridge, BridgeError, EnvScalerVectorEnv, ScoreNotFetched
+from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, AsyncPreviousEpisode, Bridge, BridgeError, EnvScalerEnv, EnvScalerVectorEnv, PreviousEpisode, ScoreNotFetched
 
 from helpers import NOTES_ENVS, REFERENCE_ACTIONS, start_bridge
 
@@ -74,6 +74,10 @@ def test_the_async_env_resets_a_live_episode_without_waiting_and_fetch_is_awaite
             with pytest.raises(ScoreNotFetched):
                 dict(prev)
             assert _ops(sent, "episode_result") == []
+            # a fork (or snapshot) copies the transcript, info included: the mapping is shared
+            child = await env.fork()
+            assert child.transcript.info["previous_episode"] is prev
+            await child.close()
             # two coroutines awaiting it share one request; later awaits cost none
             a, b = await asyncio.gather(prev.fetch(), prev.fetch())
             assert a is prev and b is prev and not prev.pending
@@ -103,6 +107,25 @@ def test_the_async_env_resets_a_live_episode_without_waiting_and_fetch_is_awaite
         await asyncio.gather(on_replica(0), on_replica(1))
 
     asyncio.run(main())
+
+
+def test_the_sync_env_forks_and_snapshots_after_a_reset_that_ended_a_live_episode(two: Bridge) -> None:
+    """The transcript copy a fork or snapshot makes used to deep-copy the PreviousEpisode with the
+    client its fetch holds (TypeError: cannot pickle '_thread.lock')."""
+    with two.client(1, timeout=30) as c:
+        env = EnvScalerEnv(client=c, scenario_ids=["notes-1"])
+        env.reset(seed=1)
+        env.step(ADD)
+        _, info = env.reset(seed=2)
+        prev = info["previous_episode"]
+        assert isinstance(prev, PreviousEpisode) and prev.pending
+        snap = env.snapshot()
+        child = env.fork()
+        assert child.transcript.info["previous_episode"] is prev and prev.pending
+        assert 0 < child.transcript.info["previous_episode"]["reward"] < 1 and not prev.pending
+        env.drop_snapshot(snap)
+        child.close()
+        env.close()
 
 
 def test_an_async_previous_episode_fetch_that_fails_is_tried_again() -> None:
