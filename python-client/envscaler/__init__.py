@@ -11,7 +11,7 @@ from .bridge_client import BridgeClient
 from .envscaler_env import EnvScalerEnv
 from .fork_point import ForkPoint, afork_point, fork_point
 from .launch import Bridge, connect, launch
-from .previous_episode import PreviousEpisode
+from .previous_episode import AsyncPreviousEpisode, PreviousEpisode, ScoreNotFetched
 from .protocol import (
     ERROR_CODES,
     PROTOCOL_VERSION,
@@ -49,6 +49,7 @@ __all__ = [
     "AnyText",
     "AsyncBridgeClient",
     "AsyncEnvScalerEnv",
+    "AsyncPreviousEpisode",
     "Bridge",
     "BridgeClient",
     "BridgeError",
@@ -59,6 +60,7 @@ __all__ = [
     "EpisodeResult",
     "ForkPoint",
     "PreviousEpisode",
+    "ScoreNotFetched",
     "TextBatch",
     "Transcript",
     "VectorTranscripts",

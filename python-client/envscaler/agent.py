@@ -29,6 +29,7 @@ from typing import Any
 from .async_bridge_client import AsyncBridgeClient
 from .async_env import AsyncEnvScalerEnv
 from .fork_point import ForkPoint
+from .launch import watch_of
 from .protocol import BridgeError
 
 # the prompt and the message shapes live in transcript.py, shared with the envs' own transcripts
@@ -242,7 +243,8 @@ async def rollout(
     with ``prefix_messages`` marking where the point's conversation ends.
     """
     eps = [endpoints] if isinstance(endpoints, str) else list(getattr(endpoints, "endpoints", endpoints))
-    clients = {e: AsyncBridgeClient(e, timeout=timeout) for e in eps}
+    gone = watch_of(endpoints)  # a launched bridge: its exit fails the requests at once, not after the timeout
+    clients = {e: AsyncBridgeClient(e, timeout=timeout, gone=gone) for e in eps}
     agent = Agent(policy, mode=mode, max_steps=max_steps)
     gate = asyncio.Semaphore(max(1, concurrency))
     try:
@@ -252,7 +254,7 @@ async def rollout(
             points = [start_from] if isinstance(start_from, ForkPoint) else list(start_from)
             for p in points:
                 if p.endpoint not in clients:  # a point on a replica outside `endpoints`
-                    clients[p.endpoint] = AsyncBridgeClient(p.endpoint, timeout=timeout)
+                    clients[p.endpoint] = AsyncBridgeClient(p.endpoint, timeout=timeout, gone=gone)
             targets = [clients[e] for e in eps] or [clients[points[0].endpoint]]
 
             def placed(p: ForkPoint, t: int) -> AsyncBridgeClient:

@@ -10,15 +10,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import zmq
 import zmq.asyncio
 
-from .bridge_client import PROBE_AFTER_S, CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
-from .protocol import PROTOCOL_VERSION, BridgeError, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
-from .reachability import check_reachable
+from .bridge_client import PROBE_AFTER_S, WATCH_EVERY_S, CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
+from .protocol import PROTOCOL_VERSION, BridgeError, BridgeExited, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
+from .reachability import BridgeNotRunning, check_reachable
 
 __all__ = ["AsyncBridgeClient"]
 
@@ -38,11 +38,25 @@ class AsyncBridgeClient:
 
     Use it from one event loop (the reader task lives there). ``timeout`` bounds each request;
     after a timeout the client goes on working and the late reply is dropped by id.
+
+    ``gone``: as for ``BridgeClient``: says why the bridge can no longer answer (``Bridge.exited``
+    of a launched bridge), or None while it runs. Asked before each request is sent and every
+    ``WATCH_EVERY_S`` (0.5 s) while its reply is late; once it answers, the request raises
+    :class:`~envscaler.BridgeExited` instead of waiting out ``timeout``. ``bridge.async_client(i)``
+    passes it; a client made from an endpoint alone has no process to watch.
     """
 
-    def __init__(self, endpoint: str, timeout: float = 60.0, curve: CurveKeys | None = None, context: zmq.asyncio.Context | None = None) -> None:
+    def __init__(
+        self,
+        endpoint: str,
+        timeout: float = 60.0,
+        curve: CurveKeys | None = None,
+        context: zmq.asyncio.Context | None = None,
+        gone: Callable[[], str | None] | None = None,
+    ) -> None:
         self.endpoint = endpoint
         self.timeout = float(timeout)
+        self.gone = gone
         self._socket = connect_dealer((context or _context()).socket(zmq.DEALER), endpoint, curve)
         self.closed = False
         self._ids = itertools.count(1)
@@ -83,9 +97,11 @@ class AsyncBridgeClient:
             self._reader = asyncio.get_running_loop().create_task(self._read_loop(), name=f"envscaler-reader-{self.endpoint}")
 
     async def request(self, op: str, *, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
-        """Sends one request and awaits its ``result``; raises its BridgeError or BridgeTimeout."""
+        """Sends one request and awaits its ``result``; raises its BridgeError, BridgeTimeout, or
+        BridgeExited (a watched bridge's process exited: see ``gone``)."""
         if self.closed:
             raise RuntimeError("the AsyncBridgeClient is closed")
+        self._check_gone()  # nothing will answer: say so now, not after the timeout
         self._ensure_reader()
         rid = next(self._ids)
         frame = packb({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields})
@@ -95,15 +111,10 @@ class AsyncBridgeClient:
         t = self.timeout if timeout is None else timeout
         try:
             await self._socket.send(frame)
-            if not self._heard and t > PROBE_AFTER_S:
-                # first contact: after a short silence, check that anything listens there at all
-                try:
-                    reply = await asyncio.wait_for(asyncio.shield(fut), PROBE_AFTER_S)
-                except asyncio.TimeoutError:
-                    await asyncio.to_thread(check_reachable, self.endpoint)
-                    reply = await asyncio.wait_for(fut, t - PROBE_AFTER_S)
+            if self._heard and self.gone is None:
+                reply = await asyncio.wait_for(fut, t)  # the common case: nothing to check while waiting
             else:
-                reply = await asyncio.wait_for(fut, t)
+                reply = await self._watched(fut, op, t)
         except asyncio.TimeoutError:
             raise BridgeTimeout(f"no reply to {op} from {self.endpoint} within {t:g} s") from None
         finally:
@@ -113,6 +124,41 @@ class AsyncBridgeClient:
             return result if isinstance(result, dict) else {}
         error = reply.get("error") or {}
         raise error_for(str(error.get("code", "internal_error")), str(error.get("message", "")))
+
+    async def _watched(self, fut: asyncio.Future[dict[str, Any]], op: str, t: float) -> dict[str, Any]:
+        """Awaits ``fut`` for up to ``t`` seconds, checking meanwhile what ``BridgeClient._wait``
+        checks: at first contact, after ``PROBE_AFTER_S`` of silence, whether anything listens at
+        the endpoint (BridgeNotRunning); with ``gone``, every ``WATCH_EVERY_S`` whether the
+        bridge's process exited (BridgeExited)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + t
+        probe_at = loop.time() + PROBE_AFTER_S if not self._heard and t > PROBE_AFTER_S else None
+        while True:
+            now = loop.time()
+            until = deadline if probe_at is None else min(deadline, probe_at)
+            if self.gone is not None:
+                until = min(until, now + WATCH_EVERY_S)
+            if until > now:
+                await asyncio.wait({fut}, timeout=until - now)  # never cancels fut
+            if fut.done():
+                return fut.result()
+            self._check_gone()
+            now = loop.time()
+            if probe_at is not None and probe_at <= now < deadline:
+                probe_at = None
+                try:
+                    await asyncio.to_thread(check_reachable, self.endpoint)
+                except BridgeNotRunning:
+                    self._check_gone()  # a launched bridge that exited says so, not "start one with serve"
+                    raise
+                continue
+            if now >= deadline:
+                raise BridgeTimeout(f"no reply to {op} from {self.endpoint} within {t:g} s")
+
+    def _check_gone(self) -> None:
+        why = self.gone() if self.gone is not None else None
+        if why:
+            raise BridgeExited(f"{why}: no reply will come from {self.endpoint}")
 
     # ------------------------------------------------------------------ operations (§4)
 

@@ -6,7 +6,7 @@ awaits only its own episode's replies.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -16,7 +16,8 @@ from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
 from .episode_logic import LOST_SESSION, Episode, StepTuple, check_mode, check_seed, choose_scenario, episode_seed, lost_step, plain_action, select_scenarios, step_tuple
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
-from .protocol import BridgeError, BridgeTimeout, SessionLost, ShuttingDown
+from .previous_episode import AsyncPreviousEpisode
+from .protocol import BridgeError, BridgeExited, BridgeTimeout, SessionLost, ShuttingDown
 from .reachability import BridgeNotRunning, check_reachable
 from .transcript import Transcript, snapshot_transcript
 
@@ -30,6 +31,16 @@ class AsyncEnvScalerEnv:
 
     Same observation/info conventions and scenario/seed rules as EnvScalerEnv (``reset(seed=...,
     options={"scenario_id": ...})`` or ``reset(scenario_id=...)``).
+
+    A reset of a live episode ends it in the same request. Where the bridge has
+    ``reset_finish_previous_later`` the reset does not wait for its scoring: the bridge scores it
+    after replying, and ``info["previous_episode"]`` is an :class:`~envscaler.AsyncPreviousEpisode`:
+    ``episode_id``, ``finished``, ``step`` and ``state_hash`` read at once; ``await
+    info["previous_episode"].fetch()`` gets the score (one ``episode_result`` request, none if
+    never awaited), after which ``reward``, ``reward_info``, ``end_reason``, ... read as from a dict
+    (before it they raise ``ScoreNotFetched``: a plain read cannot wait on the event loop it runs
+    on). A bridge without the feature scores it in the reset, and ``info["previous_episode"]`` is a
+    plain dict.
 
     ``fleet=`` (an ``envscaler.ray`` fleet or handle, or a FleetView; inside Ray with no endpoint
     the namespace's fleet is found by itself): each reset places the episode on the least loaded
@@ -109,13 +120,33 @@ class AsyncEnvScalerEnv:
             if self.fleet is not None:
                 self._place()  # keeps a live session's replica; a session that is gone moves
                 sid = self.episode.session_id
-            # a running episode is ended and scored by this same reset (info["previous_episode"])
-            finish_previous = live and sid is not None and await self.client.supports("reset_finish_previous")
+            # a running episode is ended by this same reset (info["previous_episode"]) and scored
+            # after the reply where the bridge can ("later"), else in it
+            finish_previous: bool | str = live and sid is not None
+            if finish_previous and await self.client.supports("reset_finish_previous_later"):
+                finish_previous = "later"
+            elif finish_previous:
+                finish_previous = await self.client.supports("reset_finish_previous")
             return await self._call(self.client.reset(str(scenario), seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
 
         obs, info = self.episode.begin(await self.episode.areset(send), str(scenario))
+        previous = info.get("previous_episode")
+        if isinstance(previous, Mapping) and previous.get("pending"):
+            info["previous_episode"] = AsyncPreviousEpisode(previous, self._result_fetcher())
         self.transcript.start(obs, info)
         return obs, info
+
+    def _result_fetcher(self) -> Callable[[str], Awaitable[dict[str, Any]]]:
+        """``episode_result`` on the replica that served the reset just made (the score is kept
+        there), even if this env's later episodes move to another (a fleet)."""
+        client, replica, fleet = self.client, self.replica, self.fleet
+
+        async def fetch(episode_id: str) -> dict[str, Any]:
+            if fleet is None or replica is None:
+                return await client.episode_result(episode_id)
+            return await fleet.await_reply(replica, client.episode_result(episode_id))
+
+        return fetch
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -215,9 +246,10 @@ class AsyncEnvScalerEnv:
         if self.fleet is None:
             try:
                 return step_tuple(await request(), drop=("episode_id",))
-            except (SessionLost, ShuttingDown, BridgeTimeout, BridgeNotRunning) as e:
-                # the replica died, restarted, is stopping or stopped answering mid-step: the
-                # episode ends here, and the next reset opens a new session
+            except (SessionLost, ShuttingDown, BridgeTimeout, BridgeExited, BridgeNotRunning) as e:
+                # the replica died, restarted, is stopping or stopped answering mid-step (or the
+                # launched bridge a watched client serves exited): the episode ends here, and the
+                # next reset opens a new session
                 self.episode.forget()
                 return lost_step("session_lost", str(e))
         self.fleet.refresh()

@@ -28,7 +28,7 @@ from .bridge_client import BridgeClient
 from .fleet_view import FleetView, as_fleet_view, discover_if_ray, lost_error
 from .protocol import BridgeError, BridgeTimeout, SessionLost, ShuttingDown
 from .reachability import BridgeNotRunning
-from .vector_env import EnvScalerVectorEnv, Pending
+from .vector_env import EnvScalerVectorEnv, Pending, check_finish_previous
 
 __all__ = ["FleetVectorEnv"]
 
@@ -47,7 +47,9 @@ class FleetVectorEnv(EnvScalerVectorEnv):
         curve: Any = None,
         timeout: float = 60.0,
         mode: str | None = None,
+        finish_previous: bool | str = "later",
     ) -> None:
+        check_finish_previous(finish_previous)
         view = as_fleet_view(endpoints) if endpoints is not None else discover_if_ray(timeout)
         if view is None:
             raise ValueError("no fleet: pass endpoints, an envscaler.ray fleet, or call from inside Ray with a fleet running")
@@ -62,7 +64,7 @@ class FleetVectorEnv(EnvScalerVectorEnv):
         self._index: dict[str, int] = {}
         self.num_envs = int(num_envs)
         self.replica_of = [-1] * self.num_envs
-        self._setup(scenario_ids, mode)
+        self._setup(scenario_ids, mode, finish_previous)
         self.lost_episodes = 0  # episodes ended with session_lost because their replica left
 
     @property

@@ -29,15 +29,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import BridgeClient
 from .protocol import BridgeError
 from .reachability import BridgeNotRunning
 
-__all__ = ["Bridge", "connect", "launch", "resolve_command"]
+__all__ = ["Bridge", "connect", "launch", "resolve_command", "watch_of"]
 
 # python-client/envscaler/launch.py -> the TypeScript project's root, when installed from the repo
 _REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -112,6 +113,13 @@ class Bridge:
         (and, for a launched bridge, the watch on its process: see :meth:`exited`)."""
         return BridgeClient(self.endpoints[replica], timeout=timeout, curve=self.curve, gone=self.exited if self.process else None)
 
+    def async_client(self, replica: int = 0, timeout: float = 60.0) -> AsyncBridgeClient:
+        """:meth:`client` for asyncio: an AsyncBridgeClient for replica ``replica``, with the CurveZMQ
+        keys and, for a launched bridge, the watch on its process (a request raises
+        ``BridgeExited`` within about ``WATCH_EVERY_S`` of its exit, not after ``timeout``). Make it
+        inside the event loop that will use it."""
+        return AsyncBridgeClient(self.endpoints[replica], timeout=timeout, curve=self.curve, gone=self.exited if self.process else None)
+
     def exited(self) -> str | None:
         """Why this launched bridge can answer no more ("bridge exited (exit code N)", with where its
         log is), or None while its process runs (and always None for a bridge only connected to:
@@ -137,6 +145,13 @@ class Bridge:
 
     def __repr__(self) -> str:
         return f"Bridge(endpoints={self.endpoints!r}, curve={bool(self.curve)}, pid={self.pid})"
+
+
+def watch_of(bridge: Any) -> Callable[[], str | None] | None:
+    """A launched :class:`Bridge`'s ``exited`` check (its clients fail at once when its process has
+    exited); None for endpoints, which have no process to watch."""
+    exited = getattr(bridge, "exited", None)
+    return exited if callable(exited) and getattr(bridge, "process", None) is not None else None
 
 
 def connect(connection_file: str | os.PathLike[str]) -> Bridge:

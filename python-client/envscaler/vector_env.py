@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,22 @@ _ALWAYS_FITS = 64 << 10
 _DEFAULT_FRAME_BYTES = 8 << 20
 #: How long the vector env waits for a replica's hello (features, limits). @unit seconds
 _HELLO_TIMEOUT_S = 5.0
+
+
+@dataclass
+class _Ended:
+    """An episode a reset of a live sub-env ended: where, which, and its score once known."""
+
+    replica: int  # the client index of the replica that served the reset (it keeps the score)
+    episode_id: str
+    result: dict[str, Any] | None  # None: scored "later", not fetched yet
+
+
+def check_finish_previous(value: bool | str) -> bool | str:
+    """The vector env's ``finish_previous``: "later" or True."""
+    if value is not True and value != "later":
+        raise ValueError(f'finish_previous must be "later" (the default: scored after the reset replies, fetched by previous_results()) or True (scored in the reset, in its infos); got {value!r}')
+    return value
 
 
 def _collect_all(pending: Sequence[Pending]) -> list[dict[str, Any] | BridgeError]:
@@ -126,8 +143,24 @@ class EnvScalerVectorEnv(VectorEnv):
     - ``reset(seed=..., options={"scenario_ids": [...]})``: one scenario per sub-env (or
       ``"scenario_id"`` for all); otherwise drawn from ``scenario_ids`` with ``np_random``.
       ``options["reset_mask"]`` resets only some sub-envs. A sub-env whose episode is still
-      running is ended and scored by its reset in the same request (its result in
-      ``infos["previous_episode"]``).
+      running is ended by its reset in the same request, and ``infos["previous_episode"]`` says
+      which episode that was (``episode_id``, ``finished``, ``step``, ``state_hash``). How it is
+      scored is ``finish_previous``:
+
+      * ``"later"`` (the default): the reset does not wait for that scoring. The replica scores
+        the ended episodes after replying, on a scorer thread of its own (each costs ~2 ms of
+        checks; scored in line, a reset of 64 live sub-envs on one replica waits for all of them
+        before answering), and ``infos["previous_episode"]["pending"][i]`` is True.
+        ``vec.previous_results()`` fetches their scores when wanted, in one concurrent round (see
+        there). The default because a vector env's rewards come on terminal steps: a reset of live
+        sub-envs cuts episodes short, and few trainers use those scores at the reset itself; and
+        it is what ``EnvScalerEnv`` does.
+      * ``True``: each reset scores its ended episode before replying, and the reset's infos
+        carry the result (``infos["previous_episode"]["reward"][i]``, ``["end_reason"][i]``,
+        ...), as before this option: for a trainer that needs those rewards in the reset's infos.
+        ``previous_results()`` returns them too, without a request.
+
+      A replica without ``reset_finish_previous_later`` scores in the reset either way.
     - ``mode="task"|"conversation"`` draws only scenarios of that mode (see
       ``episode_logic.select_scenarios``).
     - ``finish(mask)`` ends and scores the running episodes of the sub-envs in ``mask`` now; they
@@ -153,7 +186,9 @@ class EnvScalerVectorEnv(VectorEnv):
         curve: CurveKeys | None = None,
         timeout: float = 60.0,
         mode: str | None = None,
+        finish_previous: bool | str = "later",
     ) -> None:
+        check_finish_previous(finish_previous)
         eps = [endpoints] if isinstance(endpoints, str) else list(endpoints)
         if not eps:
             raise ValueError("need at least one endpoint")
@@ -176,10 +211,13 @@ class EnvScalerVectorEnv(VectorEnv):
                 f"but a replica holds at most max_sessions={min(capacity)} for one client (serve --max-sessions / --max-sessions-per-client, or add replicas)"
             )
         self.replica_of = [i % len(eps) for i in range(self.num_envs)]
-        self._setup(scenario_ids, mode)
+        self._setup(scenario_ids, mode, finish_previous)
 
-    def _setup(self, scenario_ids: Sequence[str] | None, mode: str | None = None) -> None:
+    def _setup(self, scenario_ids: Sequence[str] | None, mode: str | None = None, finish_previous: bool | str = "later") -> None:
         """What every vector env here holds once ``num_envs`` is known (FleetVectorEnv too)."""
+        #: how a reset of a live sub-env scores the episode it ends: "later" or True (class doc)
+        self.finish_previous = check_finish_previous(finish_previous)
+        self._ended: dict[int, _Ended] = {}  # sub-env -> the episode its last reset of a live episode ended
         self.single_observation_space = AnyText()
         self.single_action_space = AgentAction()
         self.observation_space = TextBatch(AnyText(), self.num_envs)
@@ -231,16 +269,18 @@ class EnvScalerVectorEnv(VectorEnv):
 
     def _reset_many(self, which: Sequence[int], scenarios: dict[int, str], seeds: dict[int, int]) -> dict[int, dict[str, Any] | BridgeError]:
         """Resets sub-envs ``which`` concurrently (reusing their sessions); returns each one's
-        reset result or its error (never raises for one sub-env). A running episode is ended and
-        scored by its reset (``finish_previous``) where the replica has that feature."""
+        reset result or its error (never raises for one sub-env). A running episode is ended by
+        its reset (``finish_previous``: "later" or True, see ``_finish_previous_on``) where the
+        replica has that feature."""
 
         def send(i: int) -> Pending:
             sid = self.episodes[i].session_id
             fields: dict[str, Any] = {"scenario_id": scenarios[i], "seed": seeds[i]}
             if sid is not None:
                 fields["session_id"] = sid
-                if self.episodes[i].live and self._supports(self.replica_of[i], "reset_finish_previous"):
-                    fields["finish_previous"] = True
+                finish = self._finish_previous_on(self.replica_of[i]) if self.episodes[i].live else False
+                if finish:
+                    fields["finish_previous"] = finish
             return self._try_submit(self.replica_of[i], "reset", **fields)
 
         for i in which:
@@ -273,6 +313,14 @@ class EnvScalerVectorEnv(VectorEnv):
         except (BridgeError, BridgeNotRunning):
             self._hello_failed.add(client)
             return None
+
+    def _finish_previous_on(self, i_client: int) -> bool | str:
+        """What a reset of a live episode on this replica sends as ``finish_previous``: "later" where
+        asked for and the replica has ``reset_finish_previous_later``, else True where it has
+        ``reset_finish_previous``, else nothing (an old bridge: the episode ends unscored)."""
+        if self.finish_previous == "later" and self._supports(i_client, "reset_finish_previous_later"):
+            return "later"
+        return self._supports(i_client, "reset_finish_previous")
 
     def _supports(self, i_client: int, feature: str) -> bool:
         hello = self._hello(i_client)
@@ -310,6 +358,15 @@ class EnvScalerVectorEnv(VectorEnv):
         """Sub-env ``i`` starts the episode of a reset ``result``; returns its info."""
         self._obs[i], info = self.episodes[i].begin(result, scenario)
         self._autoreset[i] = False
+        previous = info.get("previous_episode")
+        if isinstance(previous, dict) and "reward" in previous:
+            # a float, as step rewards are: a reward of 0 arrives as an int (§2), and the infos'
+            # array takes its first value's type (an int array cut 0.33 to 0)
+            previous["reward"] = float(previous["reward"])
+        if isinstance(previous, dict) and previous.get("episode_id") is not None:
+            # the episode this reset ended: its score is fetched by previous_results() ("later"),
+            # or is here already (finish_previous=True, or an episode the bridge had ended itself)
+            self._ended[i] = _Ended(self.replica_of[i], str(previous["episode_id"]), None if previous.get("pending") else dict(previous))
         return info
 
     def _reset_infos(self, results: dict[int, dict[str, Any] | BridgeError], scenarios: dict[int, str]) -> list[tuple[int, dict[str, Any]]]:
@@ -562,6 +619,49 @@ class EnvScalerVectorEnv(VectorEnv):
             self.episodes[i].forget()
             return lost_step("session_lost", f"{error.code}: {error.message}" if error.code != "session_lost" else error.message)
         return self._step_failed(error.code, error.message)
+
+    def previous_results(self, indices: Sequence[int] | None = None) -> dict[int, dict[str, Any] | BridgeError]:
+        """The scores of the episodes that resets of live sub-envs ended (``infos["previous_episode"]``).
+
+        For each sub-env in ``indices`` (default: every sub-env that has one), the episode its last
+        such reset ended: the dict a ``finish_previous=True`` reset carries (``episode_id``,
+        ``finished``, ``reward``, ``end_reason``, ``reward_info``, ``step``, ``state_hash``, ...), or
+        the ``BridgeError`` its fetch got. Sub-envs with no such episode are left out of the dict.
+        Scores not yet fetched are asked in one round: one ``episode_result`` per episode, to the
+        replica that ended it, all sent before any reply is awaited (each waits until its episode
+        is scored). A fetched score is kept: asking again costs no request; a failed fetch is asked
+        again next time. One sub-env's error never loses the others' scores. The entry of a
+        sub-env stays until a later reset of that sub-env ends another live episode (autoresets
+        after a terminal step end none). Raises only for misuse, before anything is sent: an index
+        out of range, an index named twice, a closed env."""
+        n = self.num_envs
+        if indices is None:
+            which = sorted(self._ended)
+        else:
+            which = [int(i) for i in indices]
+            for i in which:
+                if not 0 <= i < n:
+                    raise IndexError(f"sub-env index {i} is out of range for {n} sub-envs")
+            if len(set(which)) != len(which):
+                raise ValueError("a sub-env is named twice")
+            which = [i for i in which if i in self._ended]
+        for e in self.episodes:
+            e.check_open()  # EnvClosed
+        ask = [i for i in which if self._ended[i].result is None]
+        replies = self._collect([self._try_submit(self._ended[i].replica, "episode_result", episode_id=self._ended[i].episode_id) for i in ask])
+        fetched = dict(zip(ask, replies))
+        out: dict[int, dict[str, Any] | BridgeError] = {}
+        for i in which:
+            got = fetched.get(i)
+            if isinstance(got, BridgeError):
+                out[i] = got  # asked again next time
+                continue
+            if got is not None:
+                self._ended[i].result = {**got, "reward": float(got["reward"])} if "reward" in got else dict(got)
+            result = self._ended[i].result
+            assert result is not None
+            out[i] = dict(result)
+        return out
 
     def finish(self, mask: Sequence[bool] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Ends and scores now the running episodes of the sub-envs in ``mask`` (default: all), as

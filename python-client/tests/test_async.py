@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 
 import gymnasium
 import pytest
 
-from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, BridgeTimeout
+from envscaler import AsyncBridgeClient, AsyncEnvScalerEnv, BridgeExited, BridgeTimeout
 from envscaler.protocol import EpisodeDone, SessionClosed, UnknownScenario
 
-from helpers import FINAL_REPLY, NOTES_1_TASK, REFERENCE_ACTIONS
+from helpers import FINAL_REPLY, NOTES_1_TASK, NOTES_ENVS, REFERENCE_ACTIONS, start_bridge
 
 
 async def _episode(env: AsyncEnvScalerEnv, seed: int) -> tuple[float, str, str]:
@@ -102,3 +104,48 @@ def test_async_env_owns_its_client(bridge):
             await env.reset()
 
     asyncio.run(main())
+
+
+def test_a_launched_bridge_that_exits_mid_request_is_bridge_exited_within_a_second(built_bridge):
+    """``bridge.async_client()`` watches the launched bridge's process, as ``bridge.client()`` does:
+    a request waiting for a reply when the bridge dies raises BridgeExited within about a second
+    (WATCH_EVERY_S is 0.5 s), not after its 600 s timeout; AsyncEnvScalerEnv.step on such a client
+    comes back truncated (session_lost), as for any replica that died."""
+    with start_bridge(envs=[NOTES_ENVS], replicas=1) as bridge:
+        assert bridge.process is not None
+
+        async def go() -> None:
+            loop = asyncio.get_running_loop()
+            async with bridge.async_client(0, timeout=600) as c:
+                assert c.gone is not None
+                env = AsyncEnvScalerEnv(client=c, scenario_ids=["notes-1"])
+                await env.reset(seed=0)
+                await env.step(REFERENCE_ACTIONS[0])
+                r = await c.reset("notes-1", seed=1)
+                replicas = bridge.replica_pids()
+                assert replicas
+                for pid in replicas:
+                    os.kill(pid, signal.SIGSTOP)  # the requests below wait for replies that cannot come
+                raw = asyncio.ensure_future(c.step(r["session_id"], REFERENCE_ACTIONS[0]))
+                stepped = asyncio.ensure_future(env.step(REFERENCE_ACTIONS[1]))
+                await asyncio.sleep(0.6)
+                assert not raw.done() and not stepped.done()  # mid-request, watched once already
+                killed_at = loop.time()
+                os.kill(bridge.process.pid, signal.SIGKILL)
+                bridge.process.wait(30)
+                for pid in replicas:
+                    os.kill(pid, signal.SIGKILL)
+                with pytest.raises(BridgeExited, match=r"^bridge_exited: bridge exited \(exit code -9\)"):
+                    await raw
+                _, reward, terminated, truncated, info = await stepped
+                assert loop.time() - killed_at < 1.5
+                assert truncated and not terminated and reward == 0.0
+                assert info["error"]["code"] == "session_lost" and "bridge exited (exit code -9)" in info["error"]["message"]
+                # a request after the exit fails before it is sent
+                sent_at = loop.time()
+                with pytest.raises(BridgeExited):
+                    await c.hello()
+                assert loop.time() - sent_at < 0.2
+                await env.close()
+
+        asyncio.run(go())

@@ -16,13 +16,14 @@ import fnmatch
 import itertools
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent import system_prompt
 from ..bridge_client import BridgeClient, CurveKeys
 from ..episode_logic import REOPEN_SESSION
+from ..launch import watch_of
 from ..protocol import (
     BridgeError,
     BridgeExited,
@@ -74,13 +75,6 @@ INFRA_AT_RESET: tuple[type[BaseException], ...] = (
     InternalError,
     UserSimulatorFailed,
 )
-
-
-def watch_of(bridge: Any) -> Callable[[], str | None] | None:
-    """A launched :class:`~envscaler.Bridge`'s ``exited`` check (its clients fail at once when its
-    process has exited); None for endpoints, which have no process to watch."""
-    exited = getattr(bridge, "exited", None)
-    return exited if callable(exited) and getattr(bridge, "process", None) is not None else None
 
 
 def endpoints_of(bridge: Any) -> tuple[list[str], CurveKeys | None]:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..bridge_client import BridgeClient, CurveKeys
+from ..launch import watch_of
 from ..transcript import AgentMode
-from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages, watch_of
+from .bridge_episode import BridgeEpisode, EndpointPool, endpoints_of, match_scenarios, prompt_messages
 
 __all__ = ["Opening", "openings"]
 

@@ -53,6 +53,7 @@ from typing import Any
 from ..async_bridge_client import AsyncBridgeClient
 from ..async_env import AsyncEnvScalerEnv
 from ..bridge_client import CurveKeys
+from ..launch import watch_of
 from ..transcript import AgentMode
 from .bridge_episode import EpisodeInfrastructureError, endpoints_of
 from .openings import openings
@@ -95,6 +96,7 @@ class TRLRollout:
         if on_infra_error not in ("raise", "skip"):
             raise ValueError("on_infra_error is 'raise' or 'skip'")
         self.endpoints, found = endpoints_of(bridge)
+        self.gone = watch_of(bridge)  # a launched bridge that exits fails the episodes at once, not after the timeout
         self.curve = curve if curve is not None else found
         self.mode: AgentMode = mode
         self.max_steps = max_steps
@@ -118,7 +120,7 @@ class TRLRollout:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     async def _make_clients(self) -> list[AsyncBridgeClient]:
-        return [AsyncBridgeClient(e, timeout=self.timeout, curve=self.curve) for e in self.endpoints]
+        return [AsyncBridgeClient(e, timeout=self.timeout, curve=self.curve, gone=self.gone) for e in self.endpoints]
 
     def close(self) -> None:
         if self.closed:
