@@ -112,7 +112,7 @@ The JavaScript class ${className} below is written except for the logic of its t
   ];
 }
 
-export function testerPrompt(args: { introduction: string; tools: unknown[]; state: string; stats: string; round: number }): Message[] {
+export function testerPrompt(args: { introduction: string; tools: unknown[]; state: string; stats: string; leastTested: string[]; round: number }): Message[] {
   return [
     {
       role: "system",
@@ -120,7 +120,7 @@ export function testerPrompt(args: { introduction: string; tools: unknown[]; sta
 You test a tool-based environment. Pick ONE tool call that exercises it: balance coverage over tools, and mix positive cases (valid calls that should succeed) with negative ones (calls that should be refused: unknown ids, rule violations, bad values).
 Reply with JSON only: {"tool": string, "arguments": object, "case_type": "positive" | "negative", "expectation": string}.`,
     },
-    { role: "user", content: `Round ${args.round}.\nEnvironment: ${args.introduction}\nTools:\n${JSON.stringify(args.tools)}\nCalls so far per tool:\n${args.stats}\nCurrent state:\n${args.state.slice(0, 6000)}` },
+    { role: "user", content: `Round ${args.round}.\nEnvironment: ${args.introduction}\nTools:\n${JSON.stringify(args.tools)}\nCalls so far per tool:\n${args.stats}\nLeast tested so far (prefer one of these): ${args.leastTested.join(", ")}\nCurrent state:\n${args.state.slice(0, 6000)}` },
   ];
 }
 

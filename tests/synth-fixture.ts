@@ -104,6 +104,8 @@ export function synthResponder(req: FixtureRequest): string | number {
       const round = Number(/Round (\d+)\./.exec(user)?.[1] ?? 1);
       // the real 1.5B's shape: a "positive" case with no arguments at all (refused by the tool's schema before the env runs)
       if (round === 1 && attempt === 0) return (served.push("test: a call without its arguments"), json({ tool: "list_appointments", arguments: {}, case_type: "positive", expectation: "the appointments" }));
+      // the real 1.5B's other shape: round 1's read again, on the state it left unchanged
+      if (round === 2 && attempt === 0) return (served.push("test: the same call on the same state"), json(TEST_CALLS[0]));
       return json(TEST_CALLS[(round - 1) % TEST_CALLS.length]);
     }
     case "judge":

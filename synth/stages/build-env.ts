@@ -7,6 +7,7 @@ import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/core/episode/episode.js";
 import { ENV_ID_RE, type ToolSchema } from "../../envs/format/bundle-schema.js";
 import { ToolValidator } from "../../bridge/core/episode/tool-validator.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 import { extractCode, InvalidReply, LlmError, type LlmClient } from "../llm/llm-client.js";
 import { bodyPrompt, codePrompt, judgePrompt, methodPrompt, planPrompt, testerPrompt } from "../prompts.js";
 import type { MinedEnv, Rejection } from "./mine.js";
@@ -352,19 +353,29 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
   // refuses there tests nothing of the env, yet the 1.5B sent `{}` in 8 of 12 rounds (6 called
   // positive) and its judge failed the env for the refusal (docs/local-model.md); such a call is re-asked
   const validator = new ToolValidator(toolSchemas(env.plan));
+  // a call made again on the same state shows nothing the first did not (the 1.5B repeated one
+  // search with the same arguments, so one tool of its env was all the judge saw): re-asked
+  const made = new Map<string, { round: number; stateHash: string }>();
   try {
     let episode = (await rt.reset(`${env.envId}-probe`, 0)).episode_id;
     for (let round = 1; round <= env.rounds; round++) {
       const state = await rt.state(episode);
+      const stateHash = rt.stateHash(episode);
       const stats = [...counts].map(([n, c]) => `${n}: ${c}`).join("\n");
+      const fewest = Math.min(...counts.values());
+      const leastTested = [...counts].filter(([, c]) => c === fewest).map(([n]) => n);
       let call: TesterCall;
       try {
-        call = await llm.askJson("test", testerPrompt({ introduction: env.plan.introduction, tools: env.plan.tools, state, stats, round }), TesterCall, (c) => {
+        call = await llm.askJson("test", testerPrompt({ introduction: env.plan.introduction, tools: env.plan.tools, state, stats, leastTested, round }), TesterCall, (c) => {
           if (!counts.has(c.tool)) return `there is no tool ${c.tool}; tools: ${[...counts.keys()].join(", ")}`;
           const problem = validator.check(c.tool, c.arguments);
-          return problem === null
-            ? null
-            : `${c.tool}: ${problem}. Such a call is refused before the environment runs, so it tests nothing: give every required argument a value of its type, for a negative case too (make that one wrong by meaning: an id that does not exist, a rule it breaks)`;
+          if (problem !== null) {
+            return `${c.tool}: ${problem}. Such a call is refused before the environment runs, so it tests nothing: give every required argument a value of its type, for a negative case too (make that one wrong by meaning: an id that does not exist, a rule it breaks)`;
+          }
+          const before = made.get(`${c.tool} ${canonicalJson(c.arguments)}`);
+          return before && before.stateHash === stateHash
+            ? `${c.tool}(${JSON.stringify(c.arguments)}) was already called in round ${before.round} on this same state, so it tests nothing new: test another tool (least tested so far: ${leastTested.join(", ")}) or other arguments`
+            : null;
         });
       } catch (e) {
         // the tester could not write a call the environment would run: the round tests nothing and is not counted
@@ -372,6 +383,7 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
         continue;
       }
       counts.set(call.tool, (counts.get(call.tool) ?? 0) + 1);
+      made.set(`${call.tool} ${canonicalJson(call.arguments)}`, { round, stateHash });
       const r: StepResult = await rt.step(episode, { name: call.tool, arguments: call.arguments });
       const judged = r.info.error
         ? { result: "fail" as const, reason: `env fault: ${r.info.error.code}: ${r.info.error.message}` }

@@ -105,10 +105,14 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     expect(mined.envs).toHaveLength(1);
     expect(mined.envs[0].source_tasks).toHaveLength(2);
     // every bad reply was served and caught (re-asked), none got through
-    expect(served, JSON.stringify(report, null, 1)).toEqual(["plan: invalid JSON", "code: constructor throws", "code: constructor loops", "test: a call without its arguments", "scenario: checks always pass", "scenario: reference does not solve it"]);
+    expect(served, JSON.stringify(report, null, 1)).toEqual(["plan: invalid JSON", "code: constructor throws", "code: constructor loops", "test: a call without its arguments", "test: the same call on the same state", "scenario: checks always pass", "scenario: reference does not solve it"]);
     // the tester's call the tool's schema refuses was re-asked (it would test the bridge's check, not the env)
     const testAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: test"));
     expect(testAsks[1]!.messages.at(-1)!.content).toMatch(/list_appointments: .*patient_id.*refused before the environment runs/);
+    // a call repeated on the state its first run left unchanged was re-asked, naming the tools least tested
+    const repeatAsk = testAsks.find((r) => /already called in round 1 on this same state/.test(r.messages.at(-1)!.content));
+    expect(repeatAsk!.messages.at(-1)!.content).toMatch(/list_appointments\(\{"patient_id":"P1"\}\) was already called in round 1 on this same state.*least tested so far: book_appointment, cancel_appointment/);
+    expect(testAsks[0]!.messages[1]!.content).toMatch(/Least tested so far \(prefer one of these\): list_appointments, book_appointment, cancel_appointment\n/);
     const codeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: code"));
     expect(codeAsks[1]!.messages.at(-1)!.content).toMatch(/does not load in the sandbox: Error: not ready/);
     expect(codeAsks[2]!.messages.at(-1)!.content).toMatch(/env_timeout|deadline|interrupted/i);
