@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { Ajv } from "ajv";
 import { z } from "zod";
 import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
+import { exampleArguments } from "../../bridge/tools/check/gaming-probes.js";
 import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/core/episode/episode.js";
 import { ENV_ID_RE, type ToolSchema } from "../../envs/format/bundle-schema.js";
@@ -352,7 +353,8 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
   // the bridge checks arguments against the tool's schema before the env sees them: a call it
   // refuses there tests nothing of the env, yet the 1.5B sent `{}` in 8 of 12 rounds (6 called
   // positive) and its judge failed the env for the refusal (docs/local-model.md); such a call is re-asked
-  const validator = new ToolValidator(toolSchemas(env.plan));
+  const schemas = toolSchemas(env.plan);
+  const validator = new ToolValidator(schemas);
   // a call made again on the same state shows nothing the first did not (the 1.5B repeated one
   // search with the same arguments, so one tool of its env was all the judge saw): re-asked
   const made = new Map<string, { round: number; stateHash: string }>();
@@ -370,7 +372,10 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
           if (!counts.has(c.tool)) return `there is no tool ${c.tool}; tools: ${[...counts.keys()].join(", ")}`;
           const problem = validator.check(c.tool, c.arguments);
           if (problem !== null) {
-            return `${c.tool}: ${problem}. Such a call is refused before the environment runs, so it tests nothing: give every required argument a value of its type, for a negative case too (make that one wrong by meaning: an id that does not exist, a rule it breaks)`;
+            // the 1.5B sent the same incomplete call after being told what was missing: an example
+            // with its own values kept and the rest taken from the state is what it can copy
+            const example = exampleArguments(schemas.find((t) => t.function.name === c.tool)!, validator, JSON.parse(state), c.arguments, round);
+            return `${c.tool}: ${problem}. Such a call is refused before the environment runs, so it tests nothing: give every required argument a value of its type, for a negative case too (make that one wrong by meaning: an id that does not exist, a rule it breaks)${example ? `; for example "arguments": ${JSON.stringify(example)}` : ""}`;
           }
           const before = made.get(`${c.tool} ${canonicalJson(c.arguments)}`);
           return before && before.stateHash === stateHash

@@ -108,7 +108,7 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     expect(served, JSON.stringify(report, null, 1)).toEqual(["plan: invalid JSON", "code: constructor throws", "code: constructor loops", "test: a call without its arguments", "test: the same call on the same state", "scenario: checks always pass", "scenario: reference does not solve it"]);
     // the tester's call the tool's schema refuses was re-asked (it would test the bridge's check, not the env)
     const testAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: test"));
-    expect(testAsks[1]!.messages.at(-1)!.content).toMatch(/list_appointments: .*patient_id.*refused before the environment runs/);
+    expect(testAsks[1]!.messages.at(-1)!.content).toMatch(/list_appointments: .*patient_id.*refused before the environment runs.*; for example "arguments": \{"patient_id":"P[12]"\}\n/);
     // a call repeated on the state its first run left unchanged was re-asked, naming the tools least tested
     const repeatAsk = testAsks.find((r) => /already called in round 1 on this same state/.test(r.messages.at(-1)!.content));
     expect(repeatAsk!.messages.at(-1)!.content).toMatch(/list_appointments\(\{"patient_id":"P1"\}\) was already called in round 1 on this same state.*least tested so far: book_appointment, cancel_appointment/);
@@ -183,6 +183,24 @@ test("a run killed midway and started again repeats no finished LLM call", async
     await fixture.close();
   }
 }, PIPELINE_TIMEOUT_MS);
+
+test("the tester's re-ask example: its own values kept where the schema has them, the rest from the state, accepted by the schema", async () => {
+  const { exampleArguments } = await import("../../bridge/tools/check/gaming-probes.js");
+  const { ToolValidator } = await import("../../bridge/core/episode/tool-validator.js");
+  const tool = { type: "function" as const, function: { name: "book", description: "Book.", parameters: { type: "object", properties: { patient_id: { type: "string" }, day: { type: "string", enum: ["mon", "tue"] }, note: { type: "string" } }, required: ["patient_id", "day"] } } };
+  const validator = new ToolValidator([tool]);
+  const state = { patients: { P7: { name: "Ann" } }, appointments: { A1: { patient_id: "P7", day: "mon" } } };
+  for (const seed of [1, 2, 3, 4, 5]) {
+    const args = exampleArguments(tool, validator, state, { day: "tue", bogus: 1 }, seed)!;
+    expect(validator.check("book", args)).toBeNull();
+    expect(args).toMatchObject({ patient_id: "P7", day: "tue" }); // the state's only patient; the tester's own day
+    expect(args).not.toHaveProperty("bogus");
+  }
+  // a given value of the wrong type is not kept (the example must be accepted)
+  expect(exampleArguments(tool, validator, state, { day: 3 }, 1)!.day).toMatch(/^(mon|tue)$/);
+  // the same seed shows the same example
+  expect(exampleArguments(tool, validator, state, {}, 9)).toEqual(exampleArguments(tool, validator, state, {}, 9));
+});
 
 test("scenario vetting rejects checks that depend on the seed", async () => {
   const { vetScenario } = await import("../../synth/stages/scenarios.js");

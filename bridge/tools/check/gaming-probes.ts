@@ -145,6 +145,24 @@ function randomCall(tools: readonly ToolSchema[], validator: ToolValidator, pool
 }
 
 /**
+ * Arguments `tool`'s schema accepts, shown by example in a re-ask (synth's dual-agent test): the
+ * caller's `given` values kept where the schema has the field, the rest drawn as the random agent
+ * draws them (values the state holds for fields it names), seeded so a rerun shows the same. null
+ * when no draw fits in a few tries.
+ */
+export function exampleArguments(tool: ToolSchema, validator: ToolValidator, state: unknown, given: Record<string, unknown> = {}, seed = 1): Record<string, unknown> | null {
+  const pool = valuesByField(state);
+  const rand = rng(seed);
+  const known = new Set(Object.keys((tool.function.parameters.properties ?? {}) as object));
+  const kept = Object.fromEntries(Object.entries(given).filter(([k]) => known.has(k)));
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const drawn = randomValue(tool.function.parameters, "", pool, rand) as Record<string, unknown>;
+    for (const args of [{ ...drawn, ...kept }, drawn]) if (validator.check(tool.function.name, args) === null) return args;
+  }
+  return null;
+}
+
+/**
  * Runs both probes on a scenario whose reference solution scores 1.0.
  * Mutation: the reference solution with each action left out in turn (its messages kept).
  * Random agent: `episodes` seeded episodes of schema-valid calls (twice as many as the reference
