@@ -187,7 +187,7 @@ test("a run killed midway and started again repeats no finished LLM call", async
 test("the tester's re-ask example: its own values kept where the schema has them, the rest from the state, accepted by the schema", async () => {
   const { exampleArguments } = await import("../../bridge/tools/check/gaming-probes.js");
   const { ToolValidator } = await import("../../bridge/core/episode/tool-validator.js");
-  const tool = { type: "function" as const, function: { name: "book", description: "Book.", parameters: { type: "object", properties: { patient_id: { type: "string" }, day: { type: "string", enum: ["mon", "tue"] }, note: { type: "string" } }, required: ["patient_id", "day"] } } };
+  const tool = { type: "function" as const, function: { name: "book", description: "Book.", parameters: { type: "object" as const, properties: { patient_id: { type: "string" }, day: { type: "string", enum: ["mon", "tue"] }, note: { type: "string" } }, required: ["patient_id", "day"] } } };
   const validator = new ToolValidator([tool]);
   const state = { patients: { P7: { name: "Ann" } }, appointments: { A1: { patient_id: "P7", day: "mon" } } };
   for (const seed of [1, 2, 3, 4, 5]) {

@@ -153,7 +153,7 @@ function randomCall(tools: readonly ToolSchema[], validator: ToolValidator, pool
 export function exampleArguments(tool: ToolSchema, validator: ToolValidator, state: unknown, given: Record<string, unknown> = {}, seed = 1): Record<string, unknown> | null {
   const pool = valuesByField(state);
   const rand = rng(seed);
-  const known = new Set(Object.keys((tool.function.parameters.properties ?? {}) as object));
+  const known = new Set(Object.keys(tool.function.parameters.properties ?? {}));
   const kept = Object.fromEntries(Object.entries(given).filter(([k]) => known.has(k)));
   for (let attempt = 0; attempt < 8; attempt++) {
     const drawn = randomValue(tool.function.parameters, "", pool, rand) as Record<string, unknown>;
