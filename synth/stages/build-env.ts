@@ -39,7 +39,9 @@ export const EnvPlan = z.object({
 });
 export type EnvPlan = z.infer<typeof EnvPlan>;
 
-export const TesterCall = z.object({ tool: z.string(), arguments: JsonObject.default({}), case_type: z.enum(["positive", "negative"]), expectation: z.string().default("") });
+// `arguments` is required, not defaulted: under a JSON schema the server's grammar then makes the
+// model write it (the 1.5B, free to leave it out, put the arguments into its expectation's prose)
+export const TesterCall = z.object({ tool: z.string(), arguments: JsonObject, case_type: z.enum(["positive", "negative"]), expectation: z.string().default("") });
 export type TesterCall = z.infer<typeof TesterCall>;
 export const Judgement = z.object({ result: z.enum(["pass", "warning", "fail"]), reason: z.string() });
 

@@ -202,6 +202,13 @@ test("the tester's re-ask example: its own values kept where the schema has them
   expect(exampleArguments(tool, validator, state, {}, 9)).toEqual(exampleArguments(tool, validator, state, {}, 9));
 });
 
+test("under --json-mode schema the tester must write its call's arguments (the grammar makes the model write them)", async () => {
+  const { responseFormat } = await import("../../synth/llm/llm-client.js");
+  const { TesterCall } = await import("../../synth/stages/build-env.js");
+  const format = responseFormat("schema", "test", TesterCall) as { json_schema: { schema: { required: string[] } } };
+  expect(format.json_schema.schema.required).toEqual(expect.arrayContaining(["tool", "arguments", "case_type"]));
+});
+
 test("scenario vetting rejects checks that depend on the seed", async () => {
   const { vetScenario } = await import("../../synth/stages/scenarios.js");
   const { writeBundle } = await import("../../synth/stages/build-env.js");
