@@ -124,7 +124,7 @@ Reply with JSON only: {"tool": string, "arguments": object, "case_type": "positi
   ];
 }
 
-export function judgePrompt(args: { rules: string[]; source: string; tool: string; argumentsJson: string; caseType: string; expectation: string; result: string; diff: string }): Message[] {
+export function judgePrompt(args: { rules: string[]; source: string; stateBefore: string; tool: string; argumentsJson: string; caseType: string; expectation: string; result: string; diff: string }): Message[] {
   return [
     {
       role: "system",
@@ -134,7 +134,7 @@ Reply with JSON only: {"result": "pass" | "warning" | "fail", "reason": string}.
     },
     {
       role: "user",
-      content: `Rules:\n${args.rules.map((r) => `- ${r}`).join("\n")}\nClass source:\n${args.source.slice(0, 12000)}\nCall: ${args.tool}(${args.argumentsJson}) [${args.caseType}: ${args.expectation}]\nReturned: ${args.result.slice(0, 3000)}\nState changes (JSON Patch): ${args.diff.slice(0, 3000)}`,
+      content: `Rules:\n${args.rules.map((r) => `- ${r}`).join("\n")}\nClass source:\n${args.source.slice(0, 12000)}\nState before the call:\n${args.stateBefore.slice(0, 4000)}\nCall: ${args.tool}(${args.argumentsJson}) [${args.caseType}: ${args.expectation}]\nReturned: ${args.result.slice(0, 3000)}\nState changes (JSON Patch): ${args.diff.slice(0, 3000)}`,
     },
   ];
 }

@@ -113,6 +113,9 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     const repeatAsk = testAsks.find((r) => /already called in round 1 on this same state/.test(r.messages.at(-1)!.content));
     expect(repeatAsk!.messages.at(-1)!.content).toMatch(/list_appointments\(\{"patient_id":"P1"\}\) was already called in round 1 on this same state.*least tested so far: book_appointment, cancel_appointment/);
     expect(testAsks[0]!.messages[1]!.content).toMatch(/Least tested so far \(prefer one of these\): list_appointments, book_appointment, cancel_appointment\n/);
+    // the judge sees the state each call ran on (it cannot judge a query's answer without it)
+    const judgeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: judge"));
+    expect(judgeAsks[0]!.messages[1]!.content).toMatch(/State before the call:\n\{.*"appointments":\{"A1":\{[^}]*"patient_id":"P1"/);
     const codeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: code"));
     expect(codeAsks[1]!.messages.at(-1)!.content).toMatch(/does not load in the sandbox: Error: not ready/);
     expect(codeAsks[2]!.messages.at(-1)!.content).toMatch(/env_timeout|deadline|interrupted/i);
