@@ -87,7 +87,10 @@ export function synthResponder(req: FixtureRequest): string | number {
   const system = req.messages[0]?.content ?? "";
   const user = req.messages[1]?.content ?? "";
   const lastUser = [...req.messages].reverse().find((m) => m.role === "user")?.content ?? "";
-  const attempt = req.messages.filter((m) => m.role === "assistant").length;
+  // a re-ask shows the rejected reply (an assistant turn) or, in stages that re-ask without it,
+  // lists the rejections in the last user message ("Earlier replies … were rejected: 1. …")
+  const rejections = (lastUser.split("were rejected:\n")[1] ?? "").split("\n").filter((l) => /^\d+\. /.test(l)).length;
+  const attempt = req.messages.filter((m) => m.role === "assistant").length + rejections;
   const stage = /\[envscaler synth: (\w+)\]/.exec(system)?.[1];
   switch (stage) {
     case "mine":
@@ -114,7 +117,6 @@ export function synthResponder(req: FixtureRequest): string | number {
       if (/conversation scenario/.test(system)) return json(CONVERSATION_SCENARIO);
       if (attempt === 0) return (served.push("scenario: checks always pass"), json({ ...GOOD_SCENARIO, checklist: [{ description: "always", source: "() => true" }, ...GOOD_SCENARIO.checklist] }));
       if (attempt === 1) return (served.push("scenario: reference does not solve it"), json({ ...GOOD_SCENARIO, reference_actions: GOOD_SCENARIO.reference_actions.slice(0, 1) }));
-      void lastUser;
       return json(GOOD_SCENARIO);
     }
   }

@@ -17,6 +17,16 @@ export interface StageEndpoint {
   temperature?: number;
 }
 
+export interface AskOptions {
+  /**
+   * Whether a re-ask shows the model its rejected reply (as the assistant's turn, then the reason).
+   * false: the request is sent again with the reasons of every rejection appended and no earlier
+   * reply, for stages where a small model copies its own reply back word for word (the 1.5B sent
+   * the same 303-token scenario three times, the last two at temperature 1.0). @default true
+   */
+  echo?: boolean;
+}
+
 export interface LlmClientOptions {
   /** Per stage name; "default" applies to stages not listed. */
   endpoints: Record<string, StageEndpoint>;
@@ -240,8 +250,9 @@ export class LlmClient {
    * message (at most maxReasks times). Every attempt is a cached call, so a resumed run replays
    * the same conversation for free.
    */
-  async ask<T>(stage: string, messages: Message[], parse: (reply: string) => T | Promise<T>, format?: Record<string, unknown>): Promise<T> {
-    const convo = [...messages];
+  async ask<T>(stage: string, messages: Message[], parse: (reply: string) => T | Promise<T>, format?: Record<string, unknown>, options: AskOptions = {}): Promise<T> {
+    let convo = [...messages];
+    const rejected: string[] = [];
     const maxTokens = this.maxTokensOf(stage);
     const max = this.options.maxReasks ?? 2;
     for (let attempt = 0; ; attempt++) {
@@ -260,6 +271,14 @@ export class LlmClient {
         this.stats(stage).reasks++;
         if (cut) this.stats(stage).truncated++;
         this.emit(stage, cut ? "truncated" : "reask", `${stage}: re-asking: ${e.message}`);
+        if (options.echo === false) {
+          // the request again, with what was wrong with each earlier reply but not the replies
+          rejected.push(e.message);
+          const last = messages[messages.length - 1]!;
+          const why = rejected.map((r, i) => `${i + 1}. ${r}`).join("\n");
+          convo = [...messages.slice(0, -1), { ...last, content: `${last.content}\n\nEarlier replies to this request were rejected:\n${why}\nWrite a new reply that avoids every one of these problems.` }];
+          continue;
+        }
         const echoed = cut && reply.length > CUT_REPLY_ECHO_CHARS ? `${reply.slice(0, CUT_REPLY_ECHO_CHARS)}\n[… cut]` : reply;
         convo.push({ role: "assistant", content: echoed }, { role: "user", content: `Your reply cannot be used: ${e.message}\nReply again, in the required format, fixing exactly that.` });
       }
@@ -267,7 +286,7 @@ export class LlmClient {
   }
 
   /** ask() for a JSON reply validated by a zod schema, plus an optional semantic check. */
-  askJson<S extends z.ZodType>(stage: string, messages: Message[], schema: S, check?: (value: z.infer<S>) => string | null | Promise<string | null>): Promise<z.infer<S>> {
+  askJson<S extends z.ZodType>(stage: string, messages: Message[], schema: S, check?: (value: z.infer<S>) => string | null | Promise<string | null>, options: AskOptions = {}): Promise<z.infer<S>> {
     return this.ask(stage, messages, async (reply) => {
       let raw: unknown;
       let closed = false;
@@ -284,7 +303,7 @@ export class LlmClient {
       if (problem) throw new InvalidReply(problem);
       if (closed) this.stats(stage).closed++;
       return parsed.data;
-    }, responseFormat(this.jsonMode, stage, schema));
+    }, responseFormat(this.jsonMode, stage, schema), options);
   }
 
   totals(): StageUsage {

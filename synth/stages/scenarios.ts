@@ -50,7 +50,7 @@ export async function vetScenario(bundleDir: string, scenario: Scenario, workDir
   writeFileSync(join(dir, "scenarios.json"), JSON.stringify([scenario]));
   try {
     const report = await checkBundleIsolated(dir);
-    if (report.problems.length) return report.problems.join("; ");
+    if (report.problems.length) return `${report.problems.join("; ")}${await writesNothing(dir, scenario)}`;
     const rt = await EnvRuntime.start({ envs: [dir], hardStopGraceMs: 500 });
     try {
       const untouched = await rt.reset(scenario.id, 1);
@@ -74,6 +74,33 @@ export async function vetScenario(bundleDir: string, scenario: Scenario, workDir
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A hint for a scenario whose reference solution only reads (the 1.5B's clinical-trials scenario
+ * called `search_trials` alone, with checks on records it expected to change): no check can see
+ * such a task done. Empty when some action wrote, or when the actions cannot be played at all
+ * (the report says why).
+ */
+async function writesNothing(dir: string, scenario: Scenario): Promise<string> {
+  const actions = scenario.reference_actions ?? [];
+  if (actions.length === 0) return "";
+  try {
+    const rt = await EnvRuntime.start({ envs: [dir], hardStopGraceMs: 500 });
+    try {
+      const { episode_id } = await rt.reset(scenario.id, 1);
+      for (const a of actions) {
+        const r = await rt.step(episode_id, a);
+        if (r.info.diff.length > 0) return "";
+        if (r.terminated || r.truncated) break;
+      }
+    } finally {
+      await rt.close();
+    }
+  } catch {
+    return "";
+  }
+  return `. None of the reference_actions (${[...new Set(actions.map((a) => a.name))].join(", ")}) changes the state, so no check can tell the task was done: the task must need a tool that changes records, the reference_actions must call it, and the checks must test that change`;
 }
 
 /** Stage 3 for one built env: scenarios written, vetted (re-asked with the problem), and saved into its bundle. */
@@ -104,6 +131,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
           const hints = problem === null ? [] : checkHints(d.checklist.map((c) => c.source), initial);
           return problem === null ? null : `${problem}${hints.length ? `. Likely cause: ${hints.join(" ")}` : ""}`;
         },
+        { echo: false },
       );
       kept.push(Scenario.parse(toScenario(draft, id, bundle.id, mode)));
     } catch (e) {

@@ -53,6 +53,21 @@ test("the examples shown in the prompt are checks of this env's state that do no
   expect(checkExamples({ counter: 1 })).toHaveLength(1);
 });
 
+test("a scenario whose reference solution only reads is told so by vetting", async () => {
+  const { vetScenario } = await import("../../synth/stages/scenarios.js");
+  const { Scenario } = await import("../../envs/format/bundle-schema.js");
+  const scenario = Scenario.parse({
+    id: "notes-9", env_id: "notes-v1", mode: "task", task: "Give Bob a todo note.",
+    checks: [{ kind: "js", description: "Bob has a todo", source: "({final}) => Object.values(final.notes).some(n => n.user_id === 'u2')" }],
+    reference_actions: [{ name: "list_notes", arguments: { user_id: "u2" } }],
+  });
+  const problem = await vetScenario(join(FIXTURES, "notes"), scenario, mkdtempSync(join(tmpdir(), "envscaler-vet-")));
+  expect(problem).toMatch(/the reference solution scores 0, not 1\.0.*None of the reference_actions \(list_notes\) changes the state/);
+  // one that writes gets no such hint
+  const writes = Scenario.parse({ ...scenario, reference_actions: [{ name: "add_note", arguments: { user_id: "u2", title: "todo", body: "x" } }], checks: [{ kind: "js", description: "never", source: "({final}) => final.notes.n9 !== undefined" }] });
+  expect(await vetScenario(join(FIXTURES, "notes"), writes, mkdtempSync(join(tmpdir(), "envscaler-vet-")))).not.toMatch(/None of the reference_actions/);
+});
+
 test("a scenario whose checks take positional parameters is re-asked with the argument's shape, then kept", async () => {
   const out = mkdtempSync(join(tmpdir(), "envscaler-hints-"));
   const bundle = join(out, "notes");
@@ -65,7 +80,7 @@ test("a scenario whose checks take positional parameters is re-asked with the ar
   };
   // the real shape: the same check, with (initial, final) for parameters
   const positional = { ...good, checklist: [{ ...good.checklist[0]!, source: good.checklist[0]!.source.replace("({final})", "(initial, final)") }] };
-  const fixture = await OpenAIFixture.start((req: FixtureRequest) => "```json\n" + JSON.stringify(req.messages.some((m) => m.role === "assistant") ? good : positional) + "\n```");
+  const fixture = await OpenAIFixture.start((req: FixtureRequest) => "```json\n" + JSON.stringify(/were rejected:/.test(req.messages.at(-1)!.content) ? good : positional) + "\n```");
   try {
     const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
     const { kept, rejected } = await generateScenarios(llm, bundle, { perEnv: 1, conversationEvery: 0 });
@@ -74,8 +89,12 @@ test("a scenario whose checks take positional parameters is re-asked with the ar
     expect(fixture.requests).toHaveLength(2);
     // the prompt shows checks written for this env's state
     expect(fixture.requests[0]!.messages[0]!.content).toMatch(/called with ONE object \{initial, final, actions, messages\}[\s\S]*final\.notes\['n1'\]\?\.user_id/);
-    // the re-ask: vetting's own report, then the hint naming the check and its parameters
+    // the re-ask: the request again without the rejected reply (the 1.5B copied its own reply back),
+    // with vetting's own report and the hint naming the check and its parameters
+    expect(fixture.requests[1]!.messages.map((m) => m.role)).toEqual(["system", "user"]);
     const reask = fixture.requests[1]!.messages.at(-1)!.content;
+    expect(reask.startsWith(fixture.requests[0]!.messages[1]!.content)).toBe(true);
+    expect(reask).toMatch(/Earlier replies to this request were rejected:\n1\. /);
     expect(reask).toMatch(/the reference solution scores 0(\.\d+)?, not 1\.0: #0 "Bob has the todo note" \(TypeError/);
     expect(reask).toMatch(/Likely cause: check #0 is written \(initial, final\) => …, but a check is called with ONE object/);
     expect(JSON.parse(readFileSync(join(bundle, "scenarios.json"), "utf8"))[0].checks[0].source).toBe(good.checklist[0]!.source);
