@@ -147,7 +147,7 @@ export function scenarioPrompt(args: { introduction: string; rules: string[]; to
 You write one ${args.mode} scenario for training agents in the environment below: a challenging task that is solvable from the state, a checklist, and a check per item.
 Reply with JSON only:
 {"task": string, ${args.mode === "conversation" ? `"user_instructions": string (who the simulated user is, what they want, what they know; they reveal details gradually), ` : ""}"state_overrides": object (record-level changes to the default state, {"collection": {"id": {...record} | null}}, may be {}),
- "checklist": [{"description": string, "source": "JavaScript arrow function ({initial, final}) => boolean"}, ...],
+ "checklist": [{"description": string, "source": string (the check: an arrow function returning a boolean, written like the examples below)}, ...],
  "reference_actions": [{"name": tool name, "arguments": object}, ...] (a correct solution, in order)}
 Checks compare the final state with the initial one, are deterministic, and must NOT already pass on the initial state as a whole.
 A check is called with ONE object {initial, final, actions, messages}: initial and final are states shaped like the default state below (each collection an object keyed by record id, not an array). Checks for this environment look like:

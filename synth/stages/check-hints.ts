@@ -6,6 +6,22 @@ const ARRAY_MEMBERS = ["filter", "map", "find", "findIndex", "forEach", "some", 
 /** The keys a check's one argument has (docs/env-format.md). */
 const INPUT_KEYS = ["initial", "final", "actions", "messages"];
 
+/** Globals a check may use (the check realm's built-ins). */
+const GLOBALS = new Set(["Object", "Array", "JSON", "Math", "Number", "String", "Boolean", "Date", "Set", "Map", "RegExp", "parseInt", "parseFloat", "isNaN", "undefined", "NaN", "Infinity", "true", "false", "null", "this"]);
+
+/** The names a check's source declares: every arrow's and function's parameters (destructured ones too) and its const/let/var. */
+function declaredNames(source: string): Set<string> {
+  const names = new Set<string>();
+  const addList = (list: string) => {
+    for (const m of list.matchAll(/[A-Za-z_$][\w$]*/g)) names.add(m[0]);
+  };
+  for (const m of source.matchAll(/\(([^()]*)\)\s*=>/g)) addList(m[1]!);
+  for (const m of source.matchAll(/([A-Za-z_$][\w$]*)\s*=>/g)) names.add(m[1]!);
+  for (const m of source.matchAll(/function\b[^(]*\(([^)]*)\)/g)) addList(m[1]!);
+  for (const m of source.matchAll(/\b(?:const|let|var)\s+(\{[^}]*\}|\[[^\]]*\]|[A-Za-z_$][\w$]*)/g)) addList(m[1]!);
+  return names;
+}
+
 /**
  * The parameter list of a check's source: `(a, b) =>`, `a =>`, `({final}) =>`, `function (a) {`.
  * null when the source does not start like a function (its own compile error says so).
@@ -32,6 +48,15 @@ export function checkHints(sources: readonly string[], initialState: Record<stri
   const hints: string[] = [];
   for (const [i, source] of sources.entries()) {
     const params = parametersOf(source);
+    if (params === null && /^[A-Za-z][\w ]*?\s(\(|\w+\s*=>)/.test(source.trim())) {
+      // the 1.5B copied the prompt's own words in front of the function ("JavaScript arrow function ({initial, final}) => …")
+      const lead = source.trim().slice(0, Math.max(0, source.trim().search(/\(|[A-Za-z_$][\w$]*\s*=>/))).trim();
+      if (lead) hints.push(`check #${i}'s source starts with the words "${lead}": the source must be the function alone, starting with ({initial, final}) =>.`);
+    }
+    const declared = declaredNames(source);
+    const free = new Set<string>();
+    for (const m of source.matchAll(/(?<![.\w$'"])([A-Za-z_$][\w$]*)\s*(?=[.[])/g)) if (!declared.has(m[1]!) && !GLOBALS.has(m[1]!)) free.add(m[1]!);
+    if (free.size) hints.push(`check #${i} uses ${[...free].join(", ")}, which nothing in it defines: a check sees only ({initial, final, actions, messages}); write ids and values out, e.g. final.${collections[0] ?? keys[0] ?? "records"}['<id>'].`);
     if (params !== null && params !== "" && !params.startsWith("{")) {
       hints.push(
         `check #${i} is written (${params}) => …, but a check is called with ONE object {initial, final, actions, messages}, so its parameters must destructure it: ({initial, final}) => … (initial and final are the states, with the keys ${keys.join(", ")}).`,

@@ -26,6 +26,12 @@ test("each failing shape of the real 1.5B's checks gets a hint naming the check 
   expect(hints("({final}) => final.state.appointments.A1.status === 'x'")).toMatch(/reads final\.state, which the state does not have: its keys are appointments, patients, next_id/);
   // statements without braces: the SyntaxError the 1.5B's other env had
   expect(hints("({final}) => const a = final.appointments.A1; return a.status === 'x'")).toMatch(/body is statements without braces/);
+  // the prompt's own words copied in front of the function (2026-12-07)
+  expect(hints("JavaScript arrow function ({initial, final}) => final.appointments.A1.status === 'x'")).toMatch(/check #0's source starts with the words "JavaScript arrow function": the source must be the function alone/);
+  // names nothing in the check defines (2026-12-07: final.patient_records[patient.id])
+  expect(hints("({initial, final}) => final.appointments[appt.id].status === initial.appointments[appt.id].status")).toMatch(/check #0 uses appt, which nothing in it defines/);
+  // its own parameters, destructured names, locals and built-ins are not free
+  expect(checkHints(["({initial, final}) => { const { A1 } = final.appointments; const xs = Object.values(final.appointments).filter((a) => a.day === 'x'); return xs.every(function (b) { return b.status === A1.status; }) && JSON.stringify(initial).length > 0 && 'a.b'.length > 0; }"], STATE)).toEqual([]);
   // the index is the check's own
   expect(checkHints(["({final}) => final.appointments.A1.status === 'x'", "(s) => true"], STATE).join(" ")).toMatch(/^check #1 /);
   // a well-formed check gets none
