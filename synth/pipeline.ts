@@ -25,6 +25,8 @@ export interface SynthOptions {
   codeFallback?: CodeWay | "none";
   /** Every n-th scenario of an env is a conversation (0: none). @default 3 */
   conversationEvery?: number;
+  /** When the model's task scenario fails vetting: one built around a tested call ("derived"), or none. @default "derived" */
+  scenarioFallback?: "derived" | "none";
   progress?: (stage: string, done: number, total: number) => void;
 }
 
@@ -79,7 +81,7 @@ export async function runSynth(llm: LlmClient, o: SynthOptions): Promise<SynthRe
       dirs.map(async (dir) => {
         const envId = (readJson<{ id: string }>(join(dir, "manifest.json"))).id;
         if (!keptEnvs.has(envId)) return;
-        const { kept, rejected } = await generateScenarios(llm, dir, { perEnv: o.perEnv, conversationEvery: o.conversationEvery });
+        const { kept, rejected } = await generateScenarios(llm, dir, { perEnv: o.perEnv, conversationEvery: o.conversationEvery, fallback: o.scenarioFallback });
         result.rejected.push(...rejected);
         const served = join(o.out, "envs", envId.replace(/-v\d+$/, ""));
         rmSync(served, { recursive: true, force: true });

@@ -159,3 +159,18 @@ ${args.examples.map((e) => `  ${e}`).join("\n")}`,
     },
   ];
 }
+
+export function derivedTaskPrompt(args: { introduction: string; call: string; result: string; diff: string; taken: string[] }): Message[] {
+  return [
+    {
+      role: "system",
+      content: `${head("scenario")}
+You write the task text of one training scenario: what a user asks an agent to do in the environment below. The solution is already known: the one tool call shown, which makes the state change shown. Write the request a user would make so that an agent must make exactly this call: state every value the call needs (ids, names, dates, amounts), in plain words, without naming the tool.
+Reply with JSON only: {"task": string}`,
+    },
+    {
+      role: "user",
+      content: `Environment: ${args.introduction}\nThe call: ${args.call}\nIt returned: ${args.result.slice(0, 1500)}\nState change (JSON Patch): ${args.diff.slice(0, 2000)}${args.taken.length ? `\nTasks already written (write a different one):\n${args.taken.map((t) => `- ${t}`).join("\n")}` : ""}`,
+    },
+  ];
+}

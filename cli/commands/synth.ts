@@ -22,6 +22,7 @@ interface SynthArgs {
   conversationEvery: number;
   codeMode: CodeWay;
   codeFallback: CodeWay | "none";
+  scenarioFallback: "derived" | "none";
   cache?: string;
   progress: boolean;
   timeout?: number;
@@ -138,6 +139,7 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
       .option("conversation-every", { type: "number", default: 3, describe: "every n-th scenario is a conversation (0: none)" })
       .option("code-mode", { choices: CODE_WAYS, default: "whole" as const, describe: "how the build stage writes each env class: whole (one reply), methods (one method per tool), scaffold (the class, helpers and argument checks from the plan; the model writes each tool's body)" })
       .option("code-fallback", { choices: [...CODE_WAYS, "none"] as const, default: "methods" as const, describe: "how the class is written when --code-mode fails (none: the env is rejected)" })
+      .option("scenario-fallback", { choices: ["derived", "none"] as const, default: "derived" as const, describe: "when the model's task scenario fails vetting after its re-asks: build one around a state-changing call the dual-agent test verified (the model writes only the task text), or none" })
       .option("cache", { type: "string", describe: "LLM call cache (default OUT/.cache)" })
       .option("progress", { type: "boolean", default: true, describe: "progress on stderr: bars on a terminal, else a line every ENVSCALER_PROGRESS_INTERVAL seconds (default 5)" })
       .option("timeout", { type: "number", describe: "seconds one LLM request may take before it is cancelled and retried (else ENVSCALER_LLM_TIMEOUT, else 120)" })
@@ -178,6 +180,7 @@ export const synthCommand: CommandModule<object, SynthArgs> = {
         conversationEvery: args.conversationEvery,
         codeMode: args.codeMode,
         codeFallback: args.codeFallback,
+        scenarioFallback: args.scenarioFallback,
         progress: (stage, done, total) => {
           counts.set(stage, { done, total });
           if (!bars) return;

@@ -4,12 +4,13 @@ import { z } from "zod";
 import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
 import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/core/episode/episode.js";
-import { Scenario } from "../../envs/format/bundle-schema.js";
+import { Scenario, type ToolCall } from "../../envs/format/bundle-schema.js";
 import { loadBundle } from "../../envs/format/load-bundle.js";
 import { bundleInitialState } from "../../bridge/core/state/bundle-state.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import { checkExamples, checkHints } from "./check-hints.js";
+import { deriveScenario, derivedCandidates } from "./derived-scenario.js";
 import type { Rejection } from "./mine.js";
 
 const JsonObject = z.record(z.string(), z.unknown());
@@ -27,6 +28,12 @@ export interface ScenarioOptions {
   perEnv?: number;
   /** Every n-th scenario is a conversation (0: none). @default 3 */
   conversationEvery?: number;
+  /**
+   * When the model's own task scenario fails vetting after its re-asks: "derived" builds one around
+   * a verified state-changing call of the env's dual-agent test (derived-scenario.ts: the model
+   * writes only the task text), "none" gives up. @default "derived"
+   */
+  fallback?: "derived" | "none";
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -114,6 +121,8 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   const n = options.perEnv ?? 3;
   const every = options.conversationEvery ?? 3;
   const initial = bundleInitialState(bundle);
+  const candidates = derivedCandidates(bundleDir);
+  const used = new Set<number>();
   const examples = checkExamples(initial);
   for (let i = 0; i < n; i++) {
     const mode = every > 0 && (i + 1) % every === 0 ? "conversation" : "task";
@@ -136,7 +145,9 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
       kept.push(Scenario.parse(toScenario(draft, id, bundle.id, mode)));
     } catch (e) {
       if (!(e instanceof LlmError)) throw e;
-      rejected.push({ item: `${bundle.id} scenario ${i + 1}`, reason: e.message });
+      const derived = mode === "task" && (options.fallback ?? "derived") === "derived" ? await deriveOne(llm, bundleDir, workDir, { id, envId: bundle.id, introduction: m.introduction, taken: kept.map((s) => s.task) }, candidates, used) : null;
+      if (derived && "scenario" in derived) kept.push(derived.scenario);
+      else rejected.push({ item: `${bundle.id} scenario ${i + 1}`, reason: `${e.message}${derived ? `; derived from a tested call: ${derived.reason}` : ""}` });
     } finally {
       options.onProgress?.(i + 1, n);
     }
@@ -144,6 +155,37 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   rmSync(workDir, { recursive: true, force: true });
   writeFileSync(join(bundleDir, "scenarios.json"), `${JSON.stringify(kept, null, 1)}\n`);
   return { kept, rejected };
+}
+
+/** The next derived scenario that passes vetting (each candidate call tried once per stage), or why none did. */
+async function deriveOne(
+  llm: LlmClient,
+  bundleDir: string,
+  workDir: string,
+  meta: { id: string; envId: string; introduction: string; taken: string[] },
+  candidates: readonly ToolCall[],
+  used: Set<number>,
+): Promise<{ scenario: Scenario } | { reason: string } | null> {
+  const reasons: string[] = [];
+  for (const [k, call] of candidates.entries()) {
+    if (used.has(k)) continue;
+    used.add(k);
+    try {
+      const draft = await deriveScenario(llm, bundleDir, call, meta);
+      if (!draft) {
+        reasons.push(`${call.name}: changes nothing on the initial state, or fails there`);
+        continue;
+      }
+      const scenario = Scenario.parse(draft);
+      const problem = await vetScenario(bundleDir, scenario, workDir);
+      if (problem === null) return { scenario };
+      reasons.push(`${call.name}: ${problem}`);
+    } catch (e) {
+      if (!(e instanceof LlmError)) throw e;
+      reasons.push(`${call.name}: ${e.message}`);
+    }
+  }
+  return reasons.length ? { reason: reasons.join("; ") } : null;
 }
 
 function toScenario(d: z.infer<typeof ScenarioDraft>, id: string, envId: string, mode: "task" | "conversation"): unknown {

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "vitest";
@@ -104,6 +104,52 @@ test("a scenario whose checks take positional parameters is re-asked with the ar
     expect(reask).toMatch(/the reference solution scores 0(\.\d+)?, not 1\.0: #0 "Bob has the todo note" \(TypeError/);
     expect(reask).toMatch(/Likely cause: check #0 is written \(initial, final\) => …, but a check is called with ONE object/);
     expect(JSON.parse(readFileSync(join(bundle, "scenarios.json"), "utf8"))[0].checks[0].source).toBe(good.checklist[0]!.source);
+  } finally {
+    await fixture.close();
+  }
+});
+
+test("a task scenario the model cannot get through vetting is derived from a call the dual-agent test verified: the model writes only the task text", async () => {
+  const out = mkdtempSync(join(tmpdir(), "envscaler-derived-"));
+  const bundle = join(out, "notes");
+  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
+  const call = { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } };
+  const cases = [
+    { round: 1, tool: "list_notes", arguments: { user_id: "u1" }, case_type: "positive", result: "pass", diff: [] },
+    { round: 2, tool: "delete_note", arguments: { note_id: "n1" }, case_type: "positive", result: "fail", diff: [{ op: "remove", path: "/notes/n1" }] },
+    { round: 3, tool: call.name, arguments: call.arguments, case_type: "positive", result: "warning", diff: [{ op: "add", path: "/notes/n2" }] },
+  ];
+  writeFileSync(join(bundle, "build-report.json"), JSON.stringify({ env_id: "notes-v1", cases }));
+  // the real 1.5B's shape: checks that already pass, every time
+  const useless = { task: "Keep the notes as they are.", state_overrides: {}, checklist: [{ description: "notes exist", source: "({final}) => final.notes !== undefined" }], reference_actions: [{ name: "list_notes", arguments: { user_id: "u1" } }] };
+  const fixture = await OpenAIFixture.start((req: FixtureRequest) => {
+    if (!req.messages[0]!.content.includes("You write the task text")) return "```json\n" + JSON.stringify(useless) + "\n```";
+    // first a task that leaves out a value the call needs, then one that gives them all
+    const task = /were rejected:/.test(req.messages.at(-1)!.content) ? "Bob (user u2) wants a new note titled todo that says call mom." : "Bob (user u2) wants a new note titled todo.";
+    return JSON.stringify({ task });
+  });
+  try {
+    const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+    const { kept, rejected } = await generateScenarios(llm, bundle, { perEnv: 2, conversationEvery: 0 });
+    // scenario 1: derived from the one positive, not failed, state-changing call; scenario 2: no call left
+    expect(kept.map((s) => s.id)).toEqual(["notes-1"]);
+    expect(kept[0]).toMatchObject({ mode: "task", task: "Bob (user u2) wants a new note titled todo that says call mom.", reference_actions: [call] });
+    expect(kept[0]!.checks.map((c) => c.kind)).toEqual(["js", "js", "reference_state"]);
+    expect(kept[0]!.checks[0]).toMatchObject({ description: expect.stringMatching(/^\/notes\/n2 is \{"user_id":"u2"/) });
+    expect(rejected).toHaveLength(1);
+    expect(rejected[0]!.reason).toMatch(/^scenario: still invalid after 2 re-asks: .*doing nothing already scores 1\.0/);
+    // the task text was re-asked for the value it left out, without the rejected reply
+    const taskAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("You write the task text"));
+    expect(taskAsks).toHaveLength(2);
+    expect(taskAsks[1]!.messages.at(-1)!.content).toMatch(/the task does not say "call mom"/);
+    // what was kept passes vetting as it stands (envscaler check, the probes, two seeds)
+    const { vetScenario } = await import("../../synth/stages/scenarios.js");
+    expect(await vetScenario(bundle, kept[0]!, mkdtempSync(join(tmpdir(), "envscaler-vet-")))).toBeNull();
+    // --scenario-fallback none: nothing is derived
+    const again = join(out, "again");
+    cpSync(bundle, again, { recursive: true });
+    const none = await generateScenarios(llm, again, { perEnv: 1, conversationEvery: 0, fallback: "none" });
+    expect(none.kept).toEqual([]);
   } finally {
     await fixture.close();
   }
