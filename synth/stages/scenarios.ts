@@ -7,6 +7,7 @@ import type { StepResult } from "../../bridge/core/episode/episode.js";
 import { Scenario, type ToolCall } from "../../envs/format/bundle-schema.js";
 import { loadBundle } from "../../envs/format/load-bundle.js";
 import { bundleInitialState } from "../../bridge/core/state/bundle-state.js";
+import { canonicalJson } from "../../protocol/canonical-json.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import { checkExamples, checkHints } from "./check-hints.js";
@@ -134,6 +135,8 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
         ScenarioDraft,
         async (d) => {
           if (mode === "conversation" && !d.user_instructions) return "a conversation scenario needs user_instructions";
+          const same = kept.find((k) => sameSolution(k.reference_actions ?? [], d.reference_actions));
+          if (same) return `its reference_actions are those of scenario ${same.id} ("${same.task}"): a scenario with the same solution is the same task; write one that needs other calls or other records`;
           const parsed = Scenario.safeParse(toScenario(d, id, bundle.id, mode));
           if (!parsed.success) return `not a valid scenario: ${parsed.error.issues.map((x) => `${x.path.join(".")}: ${x.message}`).join("; ")}`;
           const problem = await vetScenario(bundleDir, parsed.data, workDir);
@@ -145,7 +148,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
       kept.push(Scenario.parse(toScenario(draft, id, bundle.id, mode)));
     } catch (e) {
       if (!(e instanceof LlmError)) throw e;
-      const derived = mode === "task" && (options.fallback ?? "derived") === "derived" ? await deriveOne(llm, bundleDir, workDir, { id, envId: bundle.id, introduction: m.introduction, taken: kept.map((s) => s.task) }, candidates, used) : null;
+      const derived = mode === "task" && (options.fallback ?? "derived") === "derived" ? await deriveOne(llm, bundleDir, workDir, { id, envId: bundle.id, introduction: m.introduction, taken: kept.map((s) => s.task) }, candidates, used, kept) : null;
       if (derived && "scenario" in derived) kept.push(derived.scenario);
       else rejected.push({ item: `${bundle.id} scenario ${i + 1}`, reason: `${e.message}${derived ? `; derived from a tested call: ${derived.reason}` : ""}` });
     } finally {
@@ -165,11 +168,13 @@ async function deriveOne(
   meta: { id: string; envId: string; introduction: string; taken: string[] },
   candidates: readonly ToolCall[],
   used: Set<number>,
+  kept: readonly Scenario[],
 ): Promise<{ scenario: Scenario } | { reason: string } | null> {
   const reasons: string[] = [];
   for (const [k, call] of candidates.entries()) {
     if (used.has(k)) continue;
     used.add(k);
+    if (kept.some((s) => sameSolution(s.reference_actions ?? [], [call]))) continue;
     try {
       const draft = await deriveScenario(llm, bundleDir, call, meta);
       if (!draft) {
@@ -186,6 +191,11 @@ async function deriveOne(
     }
   }
   return reasons.length ? { reason: reasons.join("; ") } : null;
+}
+
+/** Two solutions are the same when they make the same calls in the same order (the 1.5B wrote one task three times over). */
+function sameSolution(a: readonly { name: string; arguments: Record<string, unknown> }[], b: readonly { name: string; arguments: Record<string, unknown> }[]): boolean {
+  return canonicalJson(a.map((x) => [x.name, x.arguments])) === canonicalJson(b.map((x) => [x.name, x.arguments]));
 }
 
 function toScenario(d: z.infer<typeof ScenarioDraft>, id: string, envId: string, mode: "task" | "conversation"): unknown {

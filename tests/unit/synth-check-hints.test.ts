@@ -154,3 +154,25 @@ test("a task scenario the model cannot get through vetting is derived from a cal
     await fixture.close();
   }
 });
+
+test("a scenario with the same reference solution as one already kept is re-asked: the same solution is the same task", async () => {
+  const out = mkdtempSync(join(tmpdir(), "envscaler-same-"));
+  const bundle = join(out, "notes");
+  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
+  const good = {
+    task: "Bob (u2) wants a note titled todo that says call mom.",
+    state_overrides: {},
+    checklist: [{ description: "Bob has the todo note", source: "({final}) => Object.values(final.notes).some(n => n.user_id === 'u2' && n.title === 'todo' && n.body === 'call mom')" }],
+    reference_actions: [{ name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } }],
+  };
+  // the real 1.5B's shape: the task kept first, written again in other words
+  const fixture = await OpenAIFixture.start(() => "```json\n" + JSON.stringify({ ...good, task: "Add Bob's todo note: call mom." }) + "\n```");
+  try {
+    const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+    const { kept, rejected } = await generateScenarios(llm, bundle, { perEnv: 2, conversationEvery: 0 });
+    expect(kept.map((s) => s.id)).toEqual(["notes-1"]);
+    expect(rejected.map((r) => r.reason)).toEqual([expect.stringMatching(/its reference_actions are those of scenario notes-1 \("Add Bob's todo note: call mom\."\): a scenario with the same solution is the same task/)]);
+  } finally {
+    await fixture.close();
+  }
+});
