@@ -56,7 +56,7 @@ export class EnvRuntime {
       this.pool, this.table, this.snapshots,
     );
     this.counters = this.restarter.counters;
-    this.scores = new DeferredScores({ maxPending: options.maxPendingScores ?? 64, kept: options.keptScores ?? 1024 });
+    this.scores = new DeferredScores({ maxPending: options.maxPendingScores ?? 1024, kept: options.keptScores ?? 1024 });
   }
 
   static async start(options: RuntimeOptions): Promise<EnvRuntime> {
