@@ -112,7 +112,7 @@ async function writesNothing(dir: string, scenario: Scenario): Promise<string> {
 }
 
 /** Stage 3 for one built env: scenarios written, vetted (re-asked with the problem), and saved into its bundle. */
-export async function generateScenarios(llm: LlmClient, bundleDir: string, options: ScenarioOptions = {}): Promise<{ kept: Scenario[]; rejected: Rejection[] }> {
+export async function generateScenarios(llm: LlmClient, bundleDir: string, options: ScenarioOptions = {}): Promise<{ kept: Scenario[]; rejected: Rejection[]; derived: string[] }> {
   const bundle = loadBundle(bundleDir);
   const m = bundle.manifest;
   const prefix = bundle.id.replace(/-v\d+$/, "");
@@ -124,6 +124,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   const initial = bundleInitialState(bundle);
   const candidates = derivedCandidates(bundleDir);
   const used = new Set<number>();
+  const derivedIds: string[] = [];
   const examples = checkExamples(initial);
   for (let i = 0; i < n; i++) {
     const mode = every > 0 && (i + 1) % every === 0 ? "conversation" : "task";
@@ -149,15 +150,17 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
     } catch (e) {
       if (!(e instanceof LlmError)) throw e;
       const derived = mode === "task" && (options.fallback ?? "derived") === "derived" ? await deriveOne(llm, bundleDir, workDir, { id, envId: bundle.id, introduction: m.introduction, taken: kept.map((s) => s.task) }, candidates, used, kept) : null;
-      if (derived && "scenario" in derived) kept.push(derived.scenario);
-      else rejected.push({ item: `${bundle.id} scenario ${i + 1}`, reason: `${e.message}${derived ? `; derived from a tested call: ${derived.reason}` : ""}` });
+      if (derived && "scenario" in derived) {
+        kept.push(derived.scenario);
+        derivedIds.push(derived.scenario.id);
+      } else rejected.push({ item: `${bundle.id} scenario ${i + 1}`, reason: `${e.message}${derived ? `; derived from a tested call: ${derived.reason}` : ""}` });
     } finally {
       options.onProgress?.(i + 1, n);
     }
   }
   rmSync(workDir, { recursive: true, force: true });
   writeFileSync(join(bundleDir, "scenarios.json"), `${JSON.stringify(kept, null, 1)}\n`);
-  return { kept, rejected };
+  return { kept, rejected, derived: derivedIds };
 }
 
 /** The next derived scenario that passes vetting (each candidate call tried once per stage), or why none did. */

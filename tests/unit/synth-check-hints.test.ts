@@ -130,7 +130,8 @@ test("a task scenario the model cannot get through vetting is derived from a cal
   });
   try {
     const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
-    const { kept, rejected } = await generateScenarios(llm, bundle, { perEnv: 2, conversationEvery: 0 });
+    const { kept, rejected, derived } = await generateScenarios(llm, bundle, { perEnv: 2, conversationEvery: 0 });
+    expect(derived).toEqual(["notes-1"]);
     // scenario 1: derived from the one positive, not failed, state-changing call; scenario 2: no call left
     expect(kept.map((s) => s.id)).toEqual(["notes-1"]);
     expect(kept[0]).toMatchObject({ mode: "task", task: "Bob (user u2) wants a new note titled todo that says call mom.", reference_actions: [call] });

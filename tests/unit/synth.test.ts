@@ -130,6 +130,7 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     expect(report.usage.code).toMatchObject({ reasks: 2 });
     // the served bundle passes envscaler check and plays to 1.0 on the runtime the bridge uses
     expect(report.scenarios!.envs).toEqual({ "dental-clinic-v1": ["dental-clinic-1", "dental-clinic-2"] });
+    expect(report.scenarios!.derived).toEqual({}); // every scenario here is the model's own
     const served_ = join(out, "envs", "dental-clinic");
     expect((await checkBundleIsolated(served_)).problems).toEqual([]);
     const scenarios = JSON.parse(readFileSync(join(served_, "scenarios.json"), "utf8"));
