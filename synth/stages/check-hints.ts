@@ -1,7 +1,4 @@
-import { collectionsOf } from "./repair-hints.js";
-
-/** Array members a small model calls on a collection it takes for an array (`final.trials.filter(...)`). */
-const ARRAY_MEMBERS = ["filter", "map", "find", "findIndex", "forEach", "some", "every", "reduce", "length", "includes", "indexOf", "slice", "flatMap"];
+import { ARRAY_MEMBERS, collectionsOf } from "./repair-hints.js";
 
 /** The keys a check's one argument has (docs/env-format.md). */
 const INPUT_KEYS = ["initial", "final", "actions", "messages"];

@@ -1,5 +1,5 @@
 /** Array members a small model calls on a collection it takes for an array (`this.trials.filter(...)`). */
-const ARRAY_MEMBERS = ["filter", "map", "find", "findIndex", "forEach", "some", "every", "reduce", "push", "splice", "sort", "includes", "indexOf", "length", "slice", "concat", "flatMap"];
+export const ARRAY_MEMBERS = ["filter", "map", "find", "findIndex", "forEach", "some", "every", "reduce", "push", "splice", "sort", "includes", "indexOf", "length", "slice", "concat", "flatMap"];
 
 const isRecordMap = (v: unknown): boolean =>
   v !== null && typeof v === "object" && !Array.isArray(v) && Object.values(v).length > 0 && Object.values(v).every((r) => r !== null && typeof r === "object" && !Array.isArray(r));

@@ -8,6 +8,25 @@ import { generateScenarios } from "../../synth/stages/scenarios.js";
 import { FIXTURES } from "../helpers.js";
 import { OpenAIFixture, type FixtureRequest } from "../openai-fixture.js";
 
+/** A copy of the notes fixture bundle (the scenario stage writes its scenarios.json). */
+function notesCopy(): { out: string; bundle: string } {
+  const out = mkdtempSync(join(tmpdir(), "envscaler-hints-"));
+  const bundle = join(out, "notes");
+  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
+  return { out, bundle };
+}
+
+const fixtureLlm = (fixture: OpenAIFixture, out: string) =>
+  new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+
+/** A scenario of the notes fixture that passes vetting. */
+const GOOD = {
+  task: "Bob (u2) wants a note titled todo that says call mom.",
+  state_overrides: {},
+  checklist: [{ description: "Bob has the todo note", source: "({final}) => Object.values(final.notes).some(n => n.user_id === 'u2' && n.title === 'todo' && n.body === 'call mom')" }],
+  reference_actions: [{ name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } }],
+};
+
 const STATE = {
   appointments: { A1: { patient_id: "P1", day: "monday", status: "booked" } },
   patients: { P1: { name: "Ann" } },
@@ -75,20 +94,12 @@ test("a scenario whose reference solution only reads is told so by vetting", asy
 });
 
 test("a scenario whose checks take positional parameters is re-asked with the argument's shape, then kept", async () => {
-  const out = mkdtempSync(join(tmpdir(), "envscaler-hints-"));
-  const bundle = join(out, "notes");
-  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
-  const good = {
-    task: "Bob (u2) wants a note titled todo that says call mom.",
-    state_overrides: {},
-    checklist: [{ description: "Bob has the todo note", source: "({final}) => Object.values(final.notes).some(n => n.user_id === 'u2' && n.title === 'todo' && n.body === 'call mom')" }],
-    reference_actions: [{ name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } }],
-  };
+  const { out, bundle } = notesCopy();
   // the real shape: the same check, with (initial, final) for parameters
-  const positional = { ...good, checklist: [{ ...good.checklist[0]!, source: good.checklist[0]!.source.replace("({final})", "(initial, final)") }] };
-  const fixture = await OpenAIFixture.start((req: FixtureRequest) => "```json\n" + JSON.stringify(/were rejected:/.test(req.messages.at(-1)!.content) ? good : positional) + "\n```");
+  const positional = { ...GOOD, checklist: [{ ...GOOD.checklist[0]!, source: GOOD.checklist[0]!.source.replace("({final})", "(initial, final)") }] };
+  const fixture = await OpenAIFixture.start((req: FixtureRequest) => "```json\n" + JSON.stringify(/were rejected:/.test(req.messages.at(-1)!.content) ? GOOD : positional) + "\n```");
   try {
-    const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+    const llm = fixtureLlm(fixture, out);
     const { kept, rejected } = await generateScenarios(llm, bundle, { perEnv: 1, conversationEvery: 0 });
     expect(rejected).toEqual([]);
     expect(kept.map((s) => s.id)).toEqual(["notes-1"]);
@@ -103,16 +114,14 @@ test("a scenario whose checks take positional parameters is re-asked with the ar
     expect(reask).toMatch(/Earlier replies to this request were rejected:\n1\. /);
     expect(reask).toMatch(/the reference solution scores 0(\.\d+)?, not 1\.0: #0 "Bob has the todo note" \(TypeError/);
     expect(reask).toMatch(/Likely cause: check #0 is written \(initial, final\) => …, but a check is called with ONE object/);
-    expect(JSON.parse(readFileSync(join(bundle, "scenarios.json"), "utf8"))[0].checks[0].source).toBe(good.checklist[0]!.source);
+    expect(JSON.parse(readFileSync(join(bundle, "scenarios.json"), "utf8"))[0].checks[0].source).toBe(GOOD.checklist[0]!.source);
   } finally {
     await fixture.close();
   }
 });
 
 test("a task scenario the model cannot get through vetting is derived from a call the dual-agent test verified: the model writes only the task text", async () => {
-  const out = mkdtempSync(join(tmpdir(), "envscaler-derived-"));
-  const bundle = join(out, "notes");
-  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
+  const { out, bundle } = notesCopy();
   const call = { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } };
   const cases = [
     { round: 1, tool: "list_notes", arguments: { user_id: "u1" }, case_type: "positive", result: "pass", diff: [] },
@@ -129,7 +138,7 @@ test("a task scenario the model cannot get through vetting is derived from a cal
     return JSON.stringify({ task });
   });
   try {
-    const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+    const llm = fixtureLlm(fixture, out);
     const { kept, rejected, derived } = await generateScenarios(llm, bundle, { perEnv: 2, conversationEvery: 0 });
     expect(derived).toEqual(["notes-1"]);
     // scenario 1: derived from the one positive, not failed, state-changing call; scenario 2: no call left
@@ -157,19 +166,11 @@ test("a task scenario the model cannot get through vetting is derived from a cal
 });
 
 test("a scenario with the same reference solution as one already kept is re-asked: the same solution is the same task", async () => {
-  const out = mkdtempSync(join(tmpdir(), "envscaler-same-"));
-  const bundle = join(out, "notes");
-  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
-  const good = {
-    task: "Bob (u2) wants a note titled todo that says call mom.",
-    state_overrides: {},
-    checklist: [{ description: "Bob has the todo note", source: "({final}) => Object.values(final.notes).some(n => n.user_id === 'u2' && n.title === 'todo' && n.body === 'call mom')" }],
-    reference_actions: [{ name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } }],
-  };
+  const { out, bundle } = notesCopy();
   // the real 1.5B's shape: the task kept first, written again in other words
-  const fixture = await OpenAIFixture.start(() => "```json\n" + JSON.stringify({ ...good, task: "Add Bob's todo note: call mom." }) + "\n```");
+  const fixture = await OpenAIFixture.start(() => "```json\n" + JSON.stringify({ ...GOOD, task: "Add Bob's todo note: call mom." }) + "\n```");
   try {
-    const llm = new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
+    const llm = fixtureLlm(fixture, out);
     const { kept, rejected } = await generateScenarios(llm, bundle, { perEnv: 2, conversationEvery: 0 });
     expect(kept.map((s) => s.id)).toEqual(["notes-1"]);
     expect(rejected.map((r) => r.reason)).toEqual([expect.stringMatching(/its reference_actions are those of scenario notes-1 \("Add Bob's todo note: call mom\."\): a scenario with the same solution is the same task/)]);
