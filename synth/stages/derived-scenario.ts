@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
@@ -7,6 +7,7 @@ import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { Scenario, ToolCall } from "../../envs/format/bundle-schema.js";
 import type { LlmClient } from "../llm/llm-client.js";
 import { derivedTaskPrompt } from "../prompts.js";
+import { stageBundle } from "./stage-bundle.js";
 
 /** The most checks a derived scenario gets from its call's state change (besides reference_state). */
 const MAX_DIFF_CHECKS = 5;
@@ -73,10 +74,7 @@ export async function deriveScenario(llm: LlmClient, bundleDir: string, call: To
   // played in a copy of the bundle holding one bare scenario on the default state (the bundle's
   // own scenarios.json is what this stage is replacing)
   const dir = join(bundleDir, ".vetting", `${meta.id}-derive`);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  for (const f of ["manifest.json", "env.js"]) writeFileSync(join(dir, f), readFileSync(join(bundleDir, f)));
-  writeFileSync(join(dir, "scenarios.json"), JSON.stringify([{ id: "derive", env_id: meta.envId, task: "Play one call.", max_steps: 2 }]));
+  stageBundle(bundleDir, dir, [{ id: "derive", env_id: meta.envId, task: "Play one call.", max_steps: 2 }]);
   let diff: PatchOp[];
   let observation: string;
   try {

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
@@ -12,6 +12,7 @@ import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import { checkExamples, checkHints } from "./check-hints.js";
 import { deriveScenario, derivedCandidates } from "./derived-scenario.js";
+import { stageBundle } from "./stage-bundle.js";
 import type { Rejection } from "./mine.js";
 
 const JsonObject = z.record(z.string(), z.unknown());
@@ -52,10 +53,7 @@ export interface ScenarioResult {
  */
 export async function vetScenario(bundleDir: string, scenario: Scenario, workDir: string): Promise<string | null> {
   const dir = join(workDir, scenario.id);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  for (const f of ["manifest.json", "env.js"]) writeFileSync(join(dir, f), readFileSync(join(bundleDir, f)));
-  writeFileSync(join(dir, "scenarios.json"), JSON.stringify([scenario]));
+  stageBundle(bundleDir, dir, [scenario]);
   try {
     const report = await checkBundleIsolated(dir);
     if (report.problems.length) return `${report.problems.join("; ")}${await writesNothing(dir, scenario)}`;
