@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, test } from "vitest";
 import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import { Episode, type StepResult } from "../../bridge/core/episode/episode.js";
+import { postInitImages } from "../../bridge/core/episode/env-session.js";
 import { CHECK_LIMITS, runJsCheck, runJsChecks } from "../../bridge/core/episode/checker.js";
 import { StateBase } from "../../bridge/core/state/state-base.js";
 import { EnvManifest } from "../../envs/format/bundle-schema.js";
@@ -301,6 +302,10 @@ describe("dormant sandboxes", () => {
 
   test("a sandbox that sleeps right after its reset sleeps as its recipe, without a capture, and wakes exactly as it was", async () => {
     sandboxes.setMaxLive(3);
+    // every reset here runs init (no post-init image), so a never-slept twin is built as the
+    // sleeper was; tests/unit/post-init-images.test.ts has the same check for the image path
+    const budget = postInitImages.budgetBytes;
+    postInitImages.budgetBytes = 0;
     try {
       const bundle = polluterBundle("recipe-hash");
       const before = sandboxes.stats().sleeps;
@@ -333,6 +338,7 @@ describe("dormant sandboxes", () => {
       for (const e of [...eps, ...more]) e.close();
     } finally {
       sandboxes.setMaxLive(256);
+      postInitImages.budgetBytes = budget;
     }
   });
 

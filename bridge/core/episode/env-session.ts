@@ -2,12 +2,13 @@ import { readFileSync } from "node:fs";
 import type { EnvBundle } from "../../../envs/format/load-bundle.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { OncePerKey } from "../sandbox/once-per-key.js";
-import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
+import { GuestEvalError, Sandbox, type SandboxConfig, type SandboxImage } from "../sandbox/sandbox.js";
 import type { SandboxHost } from "../sandbox/sandbox-host.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateBase } from "../state/state-base.js";
 import { StateTracker, type GuestChanges } from "../state/state-tracker.js";
+import { POST_INIT_IMAGE_BYTES, PostInitImages, stateBaseId } from "./post-init-images.js";
 import { ToolValidator } from "./tool-validator.js";
 import type { StateView } from "../state/state-base.js";
 
@@ -73,6 +74,9 @@ function envImage(sandboxes: SandboxHost, bundle: EnvBundle, limits: SandboxLimi
   return envImages.get(`${bundle.contentHash}:${JSON.stringify(limits)}`, () => buildEnvImage(sandboxes, bundle, limits));
 }
 
+/** Per thread, each scenario's session right after a pristine init (see PostInitImages). */
+export const postInitImages = new PostInitImages<EnvSnapshot>(POST_INIT_IMAGE_BYTES);
+
 /** This thread's image of the env at its own limits: what an imported snapshot's image must match (see EngineHost's import). */
 export function localEnvImage(sandboxes: SandboxHost, bundle: EnvBundle): Promise<SandboxImage> {
   return envImage(sandboxes, bundle, limitsFor(bundle));
@@ -125,20 +129,34 @@ export class EnvSession implements Disposable {
 
   /** `sandboxes`: the host (of the engine running this episode) whose instance the session's sandbox takes. */
   static async open(bundle: EnvBundle, base: StateBase, options: { seed: number; limits?: Partial<SandboxLimits>; sandboxes: SandboxHost }): Promise<EnvSession> {
+    const limits = limitsFor(bundle, options.limits);
+    const key = `${bundle.contentHash}:${JSON.stringify(limits)}:${stateBaseId(base)}`;
+    const plan = postInitImages.plan(key);
+    const config = (tracker: StateTracker): SandboxConfig => ({
+      seed: seedWords(options.seed), clockMs: Date.parse(bundle.manifest.clock.start), tickMs: bundle.manifest.clock.tick_ms, hostRead: (op, coll, id) => tracker.view.read(op, coll, id),
+    });
+    if (plan.image) {
+      // the init already ran in this image and depended on nothing of the episode: configure it for this one
+      const tracker = plan.image.tracker.fork();
+      const sandbox = await Sandbox.restore(options.sandboxes, plan.image.image, config(tracker), (op, coll, id) => tracker.view.read(op, coll, id));
+      return new EnvSession(sandbox, tracker, plan.image.methods, plan.image.initial);
+    }
     const tracker = new StateTracker(base);
-    const image = await envImage(options.sandboxes, bundle, limitsFor(bundle, options.limits));
-    const sandbox = await Sandbox.restore(
-      options.sandboxes,
-      image,
-      { seed: seedWords(options.seed), clockMs: Date.parse(bundle.manifest.clock.start), tickMs: bundle.manifest.clock.tick_ms, hostRead: (op, coll, id) => tracker.view.read(op, coll, id) },
-      (op, coll, id) => tracker.view.read(op, coll, id),
-    );
+    const image = await envImage(options.sandboxes, bundle, limits);
+    const sandbox = await Sandbox.restore(options.sandboxes, image, config(tracker), (op, coll, id) => tracker.view.read(op, coll, id));
     try {
       const init = sandbox.dispatch("init", bundle.manifest.class_name, JSON.stringify(base.layout()), JSON.stringify({ observation_format: bundle.manifest.observation_format }));
       if (!init.ok) throw new EnvLoadError(`${init.error.name}: ${init.error.message}`);
-      const { methods, changes } = readInit(init.value);
+      const { methods, changes, pristine } = readInit(init.value);
       tracker.apply(changes);
-      return new EnvSession(sandbox, tracker, methods, tracker.snapshot());
+      const session = new EnvSession(sandbox, tracker, methods, tracker.snapshot());
+      if (plan.capture) {
+        if (pristine) {
+          const snap = session.snapshot(true);
+          postInitImages.keep(key, snap, snap.image.machine.bytes);
+        } else postInitImages.varies(key);
+      }
+      return session;
     } catch (e) {
       sandbox.dispose();
       if (e instanceof GuestEvalError) throw new EnvLoadError(e.message);
@@ -210,10 +228,11 @@ function readChanges(v: unknown): GuestChanges {
   return c;
 }
 
-function readInit(v: unknown): { methods: string[]; changes: GuestChanges } {
-  const o = v as { methods?: unknown; changes?: unknown } | null;
+function readInit(v: unknown): { methods: string[]; changes: GuestChanges; pristine: boolean } {
+  const o = v as { methods?: unknown; changes?: unknown; pristine?: unknown } | null;
   if (o === null || typeof o !== "object" || !Array.isArray(o.methods) || !o.methods.every(isStr)) throw invalid("init report");
-  return { methods: o.methods, changes: readChanges(o.changes) };
+  // anything but a plain true (a guest that patched its realm) is taken as "depends on the episode"
+  return { methods: o.methods, changes: readChanges(o.changes), pristine: o.pristine === true };
 }
 
 function readCall(v: unknown, trailer: string | undefined): { result: string; text?: string; error?: { name: string; message: string }; changes: GuestChanges } {

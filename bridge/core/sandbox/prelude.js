@@ -73,12 +73,15 @@
   // Virtual clock: starts at the configured time, advances 1 ms per read and by tickMs per tool call.
   let clockMs = 0;
   let tickMs = 0;
+  // where configure set the clock: a clock still there was never read
+  let clockStart = 0;
   function configure(json) {
     const c2 = JSONParse(json);
     a = c2.seed[0] | 0; b = c2.seed[1] | 0; c = c2.seed[2] | 0; d = c2.seed[3] | 0;
     for (let i = 0; i < 12; i++) random();
     draws = 0;
     clockMs = c2.clockMs;
+    clockStart = clockMs;
     tickMs = c2.tickMs;
     return null;
   }
@@ -602,7 +605,9 @@
       // fields whatever the constructor did, so collections stay the tracked, lazily loaded ones.
       for (let i = 0, all = layout.keys; i < all.length; i++) { const key = all[i]; instance[key] = state[key]; }
       const changes = collectChanges();
-      return { methods: methodNames(instance), changes };
+      // pristine: the init drew nothing from the seed and did not read the clock, so it ran the same
+      // for every episode of this state and its memory can start them all (post-init-images.ts)
+      return { methods: methodNames(instance), changes, pristine: draws === 0 && clockMs === clockStart };
     },
     call(name, argsJson) {
       if (instance === null) fail("env is not initialised");
