@@ -1,10 +1,15 @@
-// Post-init images (bridge/core/episode/post-init-images.ts): a reset that starts from a scenario's
-// sandbox captured after its init plays exactly as one that runs init, on every bundled env's
-// reference solutions; an init that draws on the seed or reads the clock is never captured; the
-// cache keeps to its byte budget.
+// Per-scenario images (bridge/core/episode/post-init-images.ts): a reset that starts from a
+// scenario's sandbox captured after its init, and a scoring whose check realm has the scenario's
+// state preloaded, give exactly what running init and parsing every state read give, on every
+// bundled env's reference solutions; an init that draws on the seed or reads the clock is never
+// captured; checks read the episode's changes over the preloaded base and cannot write it; the
+// caches keep to their byte budgets.
 import { afterEach, describe, expect, test } from "vitest";
 import { Episode, type StepResult } from "../../bridge/core/episode/episode.js";
 import { postInitImages } from "../../bridge/core/episode/env-session.js";
+import { checkBaseImages, runJsChecks } from "../../bridge/core/episode/checker.js";
+import { StateBase } from "../../bridge/core/state/state-base.js";
+import { StateTracker } from "../../bridge/core/state/state-tracker.js";
 import { PostInitImages } from "../../bridge/core/episode/post-init-images.js";
 import { BUNDLED_ENVS } from "../../envs/bundled.js";
 import { EnvRegistry } from "../../envs/format/registry.js";
@@ -13,11 +18,13 @@ import { fileSandboxHost, inlineBundle } from "../helpers.js";
 
 const sandboxes = fileSandboxHost();
 const budget = postInitImages.budgetBytes;
+const checkBudget = checkBaseImages.budgetBytes;
 afterEach(() => {
   postInitImages.budgetBytes = budget;
+  checkBaseImages.budgetBytes = checkBudget;
 });
 
-type Seen = { content: string; reward: number; hash: string; terminated: boolean }[];
+type Seen = { content: string; reward: number; hash: string; terminated: boolean; checks?: unknown }[];
 let n = 0;
 
 /** Plays `actions` from a reset at `seed`: every observation, reward and state hash. */
@@ -29,8 +36,11 @@ async function play(bundle: EnvBundle, scenarioId: string, seed: number, actions
     for (const a of actions) {
       const r: StepResult = await e.step(a);
       seen.push({ content: r.observation.content, reward: r.reward, hash: r.info.state_hash, terminated: r.terminated });
-      if (r.terminated || r.truncated) break;
+      if (r.terminated || r.truncated) return seen;
     }
+    // scored as the client's finish scores it: every check's verdict
+    const end = await e.finish();
+    seen.push({ content: end.observation.content, reward: end.reward, hash: end.info.state_hash, terminated: end.terminated, checks: end.info.reward_info });
     return seen;
   } finally {
     e.close();
@@ -48,13 +58,19 @@ describe("a reset from a post-init image plays as one that runs init", () => {
   });
 
   test.each(cases.map((c) => [c.id, c] as const))("%s", async (_id, c) => {
-    // runs init at every reset
-    postInitImages.clear();
-    postInitImages.budgetBytes = 0;
+    // runs init at every reset, and every scoring parses the states it reads
+    for (const cache of [postInitImages, checkBaseImages]) {
+      cache.clear();
+      cache.budgetBytes = 0;
+    }
     const byInit = [await play(c.bundle, c.id, 7, c.actions), await play(c.bundle, c.id, 8, c.actions)];
-    // first open counts, second captures (and plays from the session it captured), third restores
+    expect(byInit[0]!.at(-1)!.checks).toBeDefined();
+    // first open counts, second captures (and plays from the session it captured), third restores;
+    // the same for the scorings' check images with the scenario's state preloaded
     postInitImages.clear();
     postInitImages.budgetBytes = budget;
+    checkBaseImages.clear();
+    checkBaseImages.budgetBytes = checkBudget;
     const before = postInitImages.stats().captured;
     expect(await play(c.bundle, c.id, 7, c.actions)).toEqual(byInit[0]);
     expect(await play(c.bundle, c.id, 7, c.actions)).toEqual(byInit[0]);
@@ -112,6 +128,40 @@ describe("which inits are captured", () => {
     for (const seed of [1, 2, 1, 2]) fromImage.push(await peek(bundle, seed));
     expect(postInitImages.stats().captured).toBe(before + 1);
     expect(fromImage).toEqual([...byInit, ...byInit]);
+  });
+});
+
+describe("checks over a preloaded initial state", () => {
+  // base: a, b, c; the episode changed a, deleted b, added d (and left c as it was)
+  const base = StateBase.fromState({ items: { a: { n: 1, tags: ["x"] }, b: { n: 2, tags: [] }, c: { n: 3, tags: [] } }, counter: 7 });
+  const initial = new StateTracker(base).snapshot();
+  const tracker = new StateTracker(base);
+  tracker.apply({ records: [["items", "a", JSON.stringify({ n: 10, tags: ["x", "y"] })], ["items", "b", null], ["items", "d", JSON.stringify({ n: 4, tags: [] })]], values: [["counter", "8"]] });
+  const inputs = { initial, final: tracker.snapshot(), actions: [], messages: [] };
+  const checks = [
+    "({final}) => final.items.a.n === 10 && final.items.a.tags.join() === 'x,y'",
+    "({final}) => final.items.b === undefined && !('b' in final.items) && Object.keys(final.items).join() === 'a,c,d'",
+    "({final}) => final.items.c.n === 3 && final.items.d.n === 4 && final.counter === 8",
+    "({initial}) => initial.items.a.n === 1 && initial.items.b.n === 2 && Object.keys(initial.items).join() === 'a,b,c'",
+    "({initial, final}) => Object.values(final.items).map((r) => r.n).join() === '10,3,4' && Object.values(initial.items).map((r) => r.n).join() === '1,2,3'",
+    // a check that writes into a record the base shares: refused, and nothing a later check sees
+    "({initial, final}) => { try { initial.items.c.n = 99; } catch (e) {} try { final.items.c.tags.push(1); } catch (e) {} return initial.items.c.n === 3 && final.items.c.tags.length === 0; }",
+    "({initial, final}) => initial.items.c.n === 3 && final.items.c.n === 3 && final.items.c.tags.length === 0",
+  ];
+
+  test("read the episode's changes over the base, in the state's order, and cannot write the shared records", async () => {
+    checkBaseImages.clear();
+    const before = checkBaseImages.stats().captured;
+    // counted, captured (scored in the sandbox that preloaded), restored from the image
+    for (let i = 0; i < 3; i++) expect(await runJsChecks(sandboxes, checks, inputs, [1, 2, 3, 4])).toEqual(checks.map(() => ({ passed: true })));
+    expect(checkBaseImages.stats().captured).toBe(before + 1);
+  });
+
+  test("states over two bases are scored without a preload", async () => {
+    const other = { ...inputs, initial: new StateTracker(StateBase.fromState({ items: { a: { n: 1, tags: [] } }, counter: 0 })).snapshot() };
+    const before = checkBaseImages.stats().captured;
+    for (let i = 0; i < 3; i++) expect((await runJsChecks(sandboxes, [checks[0]!, checks[2]!], other, [1, 2, 3, 4])).every((v) => v.passed)).toBe(true);
+    expect(checkBaseImages.stats().captured).toBe(before);
   });
 });
 

@@ -1,11 +1,12 @@
 import type { Check } from "../../../envs/format/bundle-schema.js";
 import { DEFAULT_LIMITS, type SandboxLimits } from "../sandbox/limits.js";
 import { OncePerKey } from "../sandbox/once-per-key.js";
-import { GuestEvalError, Sandbox, type SandboxImage } from "../sandbox/sandbox.js";
+import { GuestEvalError, Sandbox, type SandboxConfig, type SandboxImage } from "../sandbox/sandbox.js";
 import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { SandboxHost } from "../sandbox/sandbox-host.js";
 import { canonicalJson } from "../../../protocol/canonical-json.js";
-import type { StateView } from "../state/state-base.js";
+import type { StateBase, StateView } from "../state/state-base.js";
+import { CHECK_BASE_IMAGE_BYTES, PostInitImages, stateBaseId } from "./post-init-images.js";
 import { sameStateUpToNewIds } from "../state/same-state-up-to-new-ids.js";
 import { sameState } from "../state/state-tracker.js";
 
@@ -56,6 +57,37 @@ function checkImage(sandboxes: SandboxHost, limits: SandboxLimits): Promise<Sand
   });
 }
 
+/**
+ * Per thread, the check image with a scenario's initial state preloaded (the prelude's `preload`:
+ * every record parsed and frozen), captured on a state's second scoring: a scoring then parses
+ * only the records its episode changed. Bounded by CHECK_BASE_IMAGE_BYTES, least recently used out.
+ */
+export const checkBaseImages = new PostInitImages<SandboxImage>(CHECK_BASE_IMAGE_BYTES);
+
+/** A hardened check sandbox for scoring states over `base`: from its preloaded image when there is one. */
+async function checkSandbox(sandboxes: SandboxHost, limits: SandboxLimits, base: StateBase | null, config: SandboxConfig): Promise<Sandbox> {
+  const key = base === null ? null : `${stateBaseId(base)}:${JSON.stringify(limits)}`;
+  const plan = key === null ? null : checkBaseImages.plan(key);
+  if (plan?.image) return Sandbox.restore(sandboxes, plan.image, config, config.hostRead);
+  const plain = async () => Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), config, config.hostRead);
+  const sandbox = await plain();
+  if (!plan?.capture || base === null) return sandbox;
+  try {
+    const loaded = sandbox.dispatch("preload", JSON.stringify(base.layout().collections));
+    if (loaded.ok) {
+      const image = sandbox.capture(true);
+      checkBaseImages.keep(key!, image, image.machine.bytes);
+      return sandbox;
+    }
+  } catch (e) {
+    if (!(e instanceof SandboxFault) && !(e instanceof GuestEvalError)) throw e;
+  }
+  // a state too large for the check realm's memory or deadline: its checks read it lazily, as before
+  sandbox.dispose();
+  checkBaseImages.varies(key!);
+  return plain();
+}
+
 export type CheckVerdict = { passed: boolean; error?: string };
 
 /**
@@ -68,12 +100,18 @@ export type CheckVerdict = { passed: boolean; error?: string };
  * it run in a newly restored sandbox.
  */
 export async function runJsChecks(sandboxes: SandboxHost, sources: readonly string[], inputs: CheckInputs, seed: [number, number, number, number], limits = CHECK_LIMITS, pause?: () => Promise<void>): Promise<CheckVerdict[]> {
+  // both states over one base (an episode's): its records can come preloaded (see checkBaseImages)
+  const base = inputs.initial.base === inputs.final.base ? inputs.final.base : null;
   const hostRead = (op: string, scoped: string, id: string) => {
     const slash = scoped.indexOf("/");
-    const view = scoped.slice(0, slash) === "initial" ? inputs.initial : inputs.final;
-    return view.read(op, scoped.slice(slash + 1), id);
+    const scope = scoped.slice(0, slash);
+    const view = scope === "base" ? base : scope === "initial" ? inputs.initial : inputs.final;
+    return view?.read(op, scoped.slice(slash + 1), id);
   };
-  const layouts = JSON.stringify({ initial: inputs.initial.layout(), final: inputs.final.layout() });
+  const layouts = JSON.stringify({
+    initial: { ...inputs.initial.layout(), changed: inputs.initial.changedIds() },
+    final: { ...inputs.final.layout(), changed: inputs.final.changedIds() },
+  });
   const extras = JSON.stringify({ actions: inputs.actions, messages: inputs.messages });
   const config = JSON.stringify({ seed, clockMs: 0, tickMs: 0 });
   const verdicts: CheckVerdict[] = [];
@@ -85,7 +123,7 @@ export async function runJsChecks(sandboxes: SandboxHost, sources: readonly stri
       try {
         let fresh = false;
         if (!sandbox) {
-          sandbox = await Sandbox.restore(sandboxes, await checkImage(sandboxes, limits), { seed, clockMs: 0, tickMs: 0, hostRead }, hostRead);
+          sandbox = await checkSandbox(sandboxes, limits, base, { seed, clockMs: 0, tickMs: 0, hostRead });
           const built = sandbox.dispatch("inputs", layouts, extras);
           if (!built.ok) throw new SandboxFault("env_crashed", `building the check inputs: ${built.error.name}: ${built.error.message}`);
           fresh = true;

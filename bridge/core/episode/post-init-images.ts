@@ -6,6 +6,8 @@ import type { StateBase } from "../state/state-base.js";
  * slow way (restore the env's image, run init) and captured again on its next open.
  */
 export const POST_INIT_IMAGE_BYTES = 64 << 20;
+/** Bytes of check images with a scenario's state preloaded one thread keeps (checker.ts's checkBaseImages). */
+export const CHECK_BASE_IMAGE_BYTES = 32 << 20;
 /** Scenarios one thread remembers anything about (an open counted, an init found to vary). */
 const MAX_KEYS = 8192;
 

@@ -247,6 +247,12 @@
   function load(coll, id) {
     if (own(coll.loaded, id)) return coll.loaded[id];
     if (own(coll.deleted, id)) return undefined;
+    if (fromBase(coll, id)) {
+      if (!own(coll.base, id)) return undefined;
+      const frozen = coll.base[id];
+      setLoaded(coll, id, frozen, true);
+      return frozen;
+    }
     const text = hostRead("get", coll.name, id);
     if (text === undefined) return undefined;
     const value = parseStateText(text); // python-format envs: see usePythonValues
@@ -258,10 +264,11 @@
   function view(coll, id, v) { return v !== null && typeof v === "object" && !readOnly ? wrap(v, coll, id) : v; }
 
   // Every change of a loaded record goes through here, so a populated target (see populate) holds
-  // what a read returns. `envOwned`: the env assigned this object (tracked lazily, see trackRecord).
-  function setLoaded(coll, id, value, envOwned) {
+  // what a read returns. `untracked`: the env assigned this object (tracked lazily, see
+  // trackRecord), or it is a check realm's preloaded base record (frozen already).
+  function setLoaded(coll, id, value, untracked) {
     coll.loaded[id] = value;
-    if (!envOwned) trackRecord(coll, id, value);
+    if (!untracked) trackRecord(coll, id, value);
     if (!coll.populated) return;
     ObjectDefineProperty(coll.target, id, { value: view(coll, id, value), writable: true, enumerable: true, configurable: true });
     if (own(coll.pending, id)) unpend(coll, id);
@@ -297,12 +304,14 @@
     // python-format envs parse each record with Py.parse (far slower than JSON.parse) and often
     // stop at the first match, so they keep reading records one by one
     // (the host answers nothing when the records add up to over 1 MiB of text: those stay lazy)
-    const allText = keys.length <= BULK_KEYS && pyValues === null ? hostRead("all", coll.name, "") : undefined;
+    // a check realm with the base preloaded asks only for the records the episode changed
+    const allText = keys.length <= BULK_KEYS && pyValues === null ? hostRead(coll.base !== null ? "changed" : "all", coll.name, "") : undefined;
     const all = allText === undefined ? null : JSONParse(allText);
     let index = false;
     for (let j = 0; j < keys.length; j++) {
       const k = keys[j];
       if (isIndexKey(k)) index = true;
+      if (!own(coll.loaded, k) && fromBase(coll, k) && own(coll.base, k)) coll.loaded[k] = coll.base[k];
       if (!own(coll.loaded, k) && all !== null && own(all, k)) trackRecord(coll, k, (coll.loaded[k] = all[k]));
       if (own(coll.loaded, k)) {
         ObjectDefineProperty(t, k, { value: view(coll, k, coll.loaded[k]), writable: true, enumerable: true, configurable: true });
@@ -321,13 +330,18 @@
   }
 
   function baseKeys(coll) {
-    if (coll.order === null) coll.order = JSONParse(hostRead("keys", coll.name, ""));
+    if (coll.order === null) coll.order = coll.baseOrder !== null ? coll.baseOrder : JSONParse(hostRead("keys", coll.name, ""));
     return coll.order;
   }
+
+  // Check realms only: whether the record is the scenario's base record (preloaded, see `preload`),
+  // which the episode did not change.
+  function fromBase(coll, id) { return coll.base !== null && !own(coll.changed, id); }
 
   function exists(coll, id) {
     if (own(coll.loaded, id)) return true;
     if (own(coll.deleted, id)) return false;
+    if (fromBase(coll, id)) return own(coll.base, id);
     if (coll.order !== null) return own(indexKeys(coll), id);
     return hostRead("has", coll.name, id) === "1";
   }
@@ -357,6 +371,9 @@
       name, loaded: ObjectCreate(null), deleted: ObjectCreate(null), dirty: ObjectCreate(null), hot: ObjectCreate(null), touched: false, order: null, orderSet: null,
       // see populate: whether the target holds every key, and the keys whose record is not read yet
       populated: false, pending: ObjectCreate(null), unloaded: 0, target: null, handler: null, proxy: null, ownKeys: null,
+      // check realms (see buildScoped): the preloaded base records, the ids the episode changed
+      // (records not among them are the base's), and the base's id order when it changed none
+      base: null, changed: null, baseOrder: null,
     };
     const isKey = (key) => typeof key === "string";
     const target = {};
@@ -649,8 +666,30 @@
   // runs one check on them. The realm is hardened before its image is captured (see `harden`), and
   // the host re-runs `configure` before every check, so no check can leave anything a later one sees.
   let checkInputs = null;
+  // The scenario's initial state as parsed, deep-frozen records: collection -> id -> record, and
+  // collection -> id order. Set by `preload` in a realm then captured per scenario (checker.ts), so
+  // a scoring parses only what its episode changed: parsing is most of what checks cost in QuickJS.
+  let baseRecords = null;
+  let baseOrders = null;
   const checkOps = {
     configure,
+    preload(namesJson) {
+      const names = JSONParse(namesJson);
+      baseRecords = ObjectCreate(null);
+      baseOrders = ObjectCreate(null);
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i];
+        // (no answer for a collection over the "all" read's size: it stays read record by record)
+        const text = hostRead("all", "base/" + name, "");
+        if (text === undefined) continue;
+        const all = JSONParse(text);
+        const records = ObjectCreate(null);
+        for (let j = 0, ids = ObjectKeys(all); j < ids.length; j++) { const id = ids[j]; records[id] = deepFreeze(all[id]); }
+        baseRecords[name] = records;
+        baseOrders[name] = JSONParse(hostRead("keys", "base/" + name, ""));
+      }
+      return null;
+    },
     inputs(layoutsJson, extrasJson) {
       const layouts = JSONParse(layoutsJson);
       checkInputs = { initial: buildScoped("initial", layouts.initial), final: buildScoped("final", layouts.final), extrasJson };
@@ -693,12 +732,23 @@
       return null;
     },
   };
+  // `layout.changed`: collection -> the ids whose record this state has other than the base's
+  // (changed, added, deleted), for collections the scenario's base has (see `preload`).
   function buildScoped(scope, layout) {
     const state = {};
     for (let i = 0, all = layout.keys; i < all.length; i++) {
       const key = all[i];
-      if (layout.collections.indexOf(key) >= 0) state[key] = makeCollection(scope + "/" + key).proxy;
-      else state[key] = deepFreeze(JSONParse(layout.values[key]));
+      if (layout.collections.indexOf(key) >= 0) {
+        const coll = makeCollection(scope + "/" + key);
+        if (baseRecords !== null && own(baseRecords, key)) {
+          const changed = layout.changed !== undefined && own(layout.changed, key) ? layout.changed[key] : [];
+          coll.base = baseRecords[key];
+          coll.changed = ObjectCreate(null);
+          for (let j = 0; j < changed.length; j++) coll.changed[changed[j]] = true;
+          if (changed.length === 0) coll.baseOrder = baseOrders[key];
+        }
+        state[key] = coll.proxy;
+      } else state[key] = deepFreeze(JSONParse(layout.values[key]));
     }
     return ObjectFreeze(state);
   }

@@ -9,7 +9,8 @@ const PRELUDE = readFileSync(new URL("./prelude.js", import.meta.url), "utf8");
 
 /**
  * Reads state on the guest's behalf: ("get", collection, id) → record JSON, ("keys", c) → JSON id list, ("has", c, id) → "1"/"0",
- * ("all", c) → JSON object of id → record (JSON-format envs: the texts spliced in, so the guest parses once), or nothing when over 1 MiB.
+ * ("all", c) → JSON object of id → record (JSON-format envs: the texts spliced in, so the guest parses once), or nothing when over 1 MiB; ("changed", c) → the same for only the
+ * records the state has other than its base's (check realms with the base preloaded).
  */
 export type HostRead = (op: string, collection: string, id: string) => string | undefined;
 

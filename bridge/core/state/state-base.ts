@@ -184,6 +184,8 @@ export class StateBase {
   /** Answers the guest's lazy reads (see HostRead). */
   read(op: string, collection: string, id: string): string | undefined {
     if (op === "get") return this.textOf(collection, id);
+    // a check realm's "the records this state has other than its base" (see StateView.read): none
+    if (op === "changed") return this.jsonRecords ? "{}" : undefined;
     if (op === "keys") return this.idsJson(collection);
     if (op === "has") return this.collections.get(collection)?.records.has(id) ? "1" : "0";
     if (op === "all") {
@@ -252,12 +254,20 @@ export class StateView {
     const changed = this.records.get(collection);
     if (!changed?.size) return this.base.read(op, collection, id);
     if (op === "keys") return JSON.stringify(this.ids(collection));
+    if (op === "changed") return this.base.jsonRecords ? (allRecordsJson([...changed.keys()], (i) => changed.get(i) ?? undefined) ?? undefined) : undefined;
     if (op === "all") return this.base.jsonRecords ? (allRecordsJson(this.ids(collection), (i) => this.read("get", collection, i)) ?? undefined) : undefined;
     const mine = changed.get(id);
     if (mine === undefined) return this.base.read(op, collection, id);
     if (op === "get") return mine ?? undefined;
     if (op === "has") return mine === null ? "0" : "1";
     return undefined;
+  }
+
+  /** Per collection, the ids whose record differs from the base's (changed, added or deleted). */
+  changedIds(): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    for (const [collection, recs] of this.records) if (recs.size > 0) out[collection] = [...recs.keys()];
+    return out;
   }
 
   layout(): StateLayout {
