@@ -128,6 +128,50 @@ test("a runtime with an in-thread engine disposes its engine's host when it clos
   expect(SandboxHost.leaks().disposedWithLive).toEqual([]);
 });
 
+test("a fork group's instances are recycled for the next group: the pool counts what they wrote, not their memory's size", async () => {
+  const host = new SandboxHost({ label: "fork-group" });
+  try {
+    const src = await open(host, 1);
+    await src.step(add);
+    const snap = src.snapshot();
+    const group = async (round: number) => {
+      const forks = [];
+      for (let i = 0; i < 64; i++) forks.push(await Episode.fromSnapshot({ sandboxes: host, bundle, scenario, episodeId: `fg${round}-${i}` }, snap));
+      forks.forEach((f) => f.close());
+    };
+    await group(0);
+    const s = host.stats();
+    // all 64 kept: each holds well under a MiB of written memory, though each memory is 16 MiB
+    expect(s.recycled).toBeGreaterThanOrEqual(64);
+    expect(s.recycled_bytes).toBeLessThan(64 * (4 << 20));
+    await group(1);
+    expect(host.stats().instantiated).toBe(s.instantiated);
+    src.close();
+  } finally {
+    host.dispose();
+  }
+});
+
+test("an instance's written memory counts the most its machines ever wrote (the heap's break never goes down)", async () => {
+  const { inlineBundle } = await import("../helpers.js");
+  const { touchedBytes } = await import("../../bridge/core/sandbox/quickjs-machine.js");
+  // 8 MiB of strings, dropped when the call returns
+  const big = inlineBundle("big", "Big", `class Big { constructor(s) {} big() { const a = []; for (let i = 0; i < 8; i++) a.push("x".repeat(1 << 20) + i); return a.length; } small() { return 1; } }`, ["big", "small"], {});
+  const host = new SandboxHost({ label: "touched" });
+  try {
+    const e = new Episode({ sandboxes: host, bundle: big, scenario: big.scenario("big-1")!, seed: 1, episodeId: "big" });
+    await e.reset();
+    await e.step({ name: "big", arguments: {} });
+    await e.step({ name: "small", arguments: {} });
+    const inst = (e as unknown as { session: { sandbox: { awake: { instance: Parameters<typeof touchedBytes>[0] } } } }).session.sandbox.awake.instance;
+    e.close();
+    expect(touchedBytes(inst)).toBeGreaterThan(8 << 20);
+    expect(host.stats().recycled_bytes).toBe(touchedBytes(inst));
+  } finally {
+    host.dispose();
+  }
+});
+
 test("the file's own host ends as it began", () => {
   expect(sandboxes.stats()).toMatchObject({ live: 0, sandboxes: 0 });
 });

@@ -100,6 +100,12 @@ export interface BlankInstance {
   dataEnd: number;
   /** For a recycled instance: the lowest stack page and the heap top its last machine wrote. */
   dirty: { stackLow: number; heapTop: number } | null;
+  /**
+   * The lowest stack page and highest heap top any of its machines wrote (the heap's break never
+   * goes down in this build, and pages once written stay resident): what it holds of the host's
+   * RAM lies within this and the static data (see touchedBytes), however large its memory is.
+   */
+  extent: { stackLow: number; heapTop: number } | null;
   /** Set when the heap asked to grow past the memory cap (an allocation failed for lack of memory). */
   capHit: boolean;
   /** Whether a SandboxHost's pool holds it (else a machine has it, or no one): never both, see SandboxHost. */
@@ -118,6 +124,16 @@ let instancesHeld = 0;
 /** Instances of this thread that are pooled or attached to a machine (made and not dropped). */
 export function liveInstances(): number {
   return instancesHeld;
+}
+
+/**
+ * Bytes of memory a released instance may hold resident: its static data and the span of stack and
+ * heap its machines wrote. An untouched instance's memory (16 MiB at least) is mostly reserved
+ * address space, not RAM; counting it whole let a pool hold only 16 instances of a few hundred KB.
+ */
+export function touchedBytes(inst: BlankInstance): number {
+  const e = inst.extent;
+  return e ? inst.dataEnd + (e.heapTop - e.stackLow) : inst.memory.buffer.byteLength;
 }
 
 /** Gives an instance up for good (its memory goes with the last reference); idempotent. */
@@ -193,7 +209,7 @@ async function instantiate(maxBytes: number): Promise<BlankInstance> {
   });
   exports.callbacks = callbacks;
   const stackTop = stackSave(raw!);
-  inst = { exports, memory, maxBytes: pages * 65536, callbacks, stackTop, dataEnd: layout?.dataEnd ?? 0, dirty: null, capHit: false, pooled: false, dropped: false };
+  inst = { exports, memory, maxBytes: pages * 65536, callbacks, stackTop, dataEnd: layout?.dataEnd ?? 0, dirty: null, extent: null, capHit: false, pooled: false, dropped: false };
   instancesHeld++;
   return inst;
 }
@@ -406,6 +422,8 @@ export class Machine {
   release(): BlankInstance {
     const [, [stackLow, top]] = usedRanges(this.inst, this.view()) as [Range, Range];
     this.inst.dirty = { stackLow, heapTop: top };
+    const was = this.inst.extent;
+    this.inst.extent = was ? { stackLow: Math.min(was.stackLow, stackLow), heapTop: Math.max(was.heapTop, top) } : { stackLow, heapTop: top };
     (this.inst.callbacks as unknown as { target: (t: CallbackTarget | null) => void }).target(null);
     return this.inst;
   }

@@ -1,4 +1,4 @@
-import { dropInstance, newBlankInstance, type BlankInstance } from "./quickjs-machine.js";
+import { dropInstance, newBlankInstance, touchedBytes, type BlankInstance } from "./quickjs-machine.js";
 
 /**
  * Told when a guest call starts and ends, with the call's deadline. An engine worker publishes this
@@ -42,8 +42,11 @@ const RECYCLE_MAX_BYTES = 64 << 20;
 /**
  * Memory all recycled instances of one cap may hold in one host: what closed episodes leave behind
  * is kept for reuse only up to this, the rest is given back (issue 32: instances that had grown
- * were kept by the thousand). Instances put aside by a sandbox going to sleep are not counted here
- * (their sandbox takes them back when it wakes; maxLive bounds them).
+ * were kept by the thousand). Counted as the memory their machines wrote (touchedBytes), not the
+ * memory's size: the size counted 16 MiB for an instance holding ~0.7 MB, so a fork group of 64
+ * made 48 new instances each round (instantiation and the GC it set off were ~95% of the fork).
+ * Instances put aside by a sandbox going to sleep are not counted here (their sandbox takes them
+ * back when it wakes; maxLive bounds them).
  */
 export const RECYCLED_MAX_TOTAL_BYTES = 256 << 20;
 
@@ -279,7 +282,7 @@ export class SandboxHost implements Disposable {
     if (this.disposed) return dropInstance(inst);
     const pool = this.poolFor(inst.maxBytes);
     const size = inst.memory.buffer.byteLength;
-    if (always || (pool.recycled.length < RECYCLED_PER_CAP && size <= RECYCLE_MAX_BYTES && recycledBytes(pool) + size <= RECYCLED_MAX_TOTAL_BYTES)) this.pool(pool.recycled, inst);
+    if (always || (pool.recycled.length < RECYCLED_PER_CAP && size <= RECYCLE_MAX_BYTES && recycledBytes(pool) + touchedBytes(inst) <= RECYCLED_MAX_TOTAL_BYTES)) this.pool(pool.recycled, inst);
     else dropInstance(inst);
   }
 
@@ -362,7 +365,7 @@ export class SandboxHost implements Disposable {
 
 function recycledBytes(pool: InstancePool): number {
   let n = 0;
-  for (const inst of pool.recycled) n += inst.memory.buffer.byteLength;
+  for (const inst of pool.recycled) n += touchedBytes(inst);
   return n;
 }
 
