@@ -34,6 +34,12 @@ export const ResetRequest = z.strictObject({
    * `episode_result`; feature `reset_finish_previous_later`).
    */
   finish_previous: z.union([z.boolean(), z.literal("later")]).optional(),
+  /**
+   * The `env_hash` and `scenario_hash` of a reset reply the client keeps the opening of
+   * (`introduction`, `rules`, `tools`): when they are this episode's, the reply leaves those out
+   * and says `opening_omitted: true` (feature `reset_known_opening`).
+   */
+  known_opening: z.strictObject({ env_hash: z.string().min(1).max(128), scenario_hash: z.string().min(1).max(128) }).optional(),
 });
 export const StepRequest = z.strictObject({ ...base, op: z.literal("step"), session_id: sessionId, action });
 export const StepBatchRequest = z.strictObject({
@@ -138,7 +144,18 @@ export const PreviousEpisodeSchema = z.looseObject({
 export const ResetResultSchema = z.object({
   session_id: z.string(),
   observation,
-  info: z.looseObject({ episode_id: z.string(), env_id: z.string(), scenario_id: z.string(), seed: z.number().int(), tools: z.array(z.unknown()), previous_episode: PreviousEpisodeSchema.optional() }),
+  info: z
+    .looseObject({
+      episode_id: z.string(),
+      env_id: z.string(),
+      scenario_id: z.string(),
+      seed: z.number().int(),
+      tools: z.array(z.unknown()).optional(),
+      /** The request's `known_opening` named this episode's: introduction, rules and tools are left out. */
+      opening_omitted: z.literal(true).optional(),
+      previous_episode: PreviousEpisodeSchema.optional(),
+    })
+    .refine((i) => (i.tools !== undefined) !== (i.opening_omitted === true), { message: "info has tools unless opening_omitted is true, and not both" }),
 });
 
 export const ForkResultSchema = z.object({

@@ -73,6 +73,28 @@ const messages: { name: string; kind: "request" | "reply"; op: string; value: un
       },
     },
   },
+  {
+    name: "reset naming the opening the client keeps",
+    kind: "request",
+    op: "reset",
+    value: { v: V, id: 36, op: "reset", scenario_id: "notes-1", session_id: "s-a", finish_previous: "later", known_opening: { env_hash: "01".repeat(32), scenario_hash: "02".repeat(32) } },
+  },
+  {
+    name: "reset result with the opening left out",
+    kind: "reply",
+    op: "reset",
+    value: {
+      v: V, id: 36, ok: true,
+      result: {
+        session_id: "s-a",
+        observation: { role: "user", content: "Add a note." },
+        info: {
+          episode_id: "e-7", env_id: "notes-v1", scenario_id: "notes-1", mode: "task", seed: 13, max_steps: 30, state_hash: "ab".repeat(32), env_hash: "01".repeat(32), scenario_hash: "02".repeat(32), opening_omitted: true,
+          previous_episode: { episode_id: "e-6", finished: true, pending: true, step: 0, state_hash: "ab".repeat(32) },
+        },
+      },
+    },
+  },
   { name: "episode_result", kind: "request", op: "episode_result", value: { v: V, id: 35, op: "episode_result", episode_id: "e-5" } },
   {
     name: "episode_result result",

@@ -18,6 +18,8 @@ import zmq.asyncio
 
 from .bridge_client import PROBE_AFTER_S, WATCH_EVERY_S, CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
 from .protocol import PROTOCOL_VERSION, BridgeError, BridgeExited, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
+from .opening_cache import FEATURE as OPENINGS_FEATURE
+from .opening_cache import OpeningCache
 from .reachability import BridgeNotRunning, check_reachable
 
 __all__ = ["AsyncBridgeClient"]
@@ -66,6 +68,8 @@ class AsyncBridgeClient:
         self.discarded = 0
         self._heard = False  # a reply came from the endpoint (see BridgeClient: the probe of a silent first contact)
         self._hello: dict[str, Any] | None = None  # the last hello's result (features, limits)
+        self._openings = OpeningCache()  # reset openings kept, named in later resets (feature reset_known_opening)
+        self._name_openings = False  # the bridge's hello lists that feature
 
     async def __aenter__(self) -> AsyncBridgeClient:
         return self
@@ -80,7 +84,7 @@ class AsyncBridgeClient:
         while True:
             frames = await self._socket.recv_multipart()
             try:
-                reply = expand_reply(unpackb(frames[-1] if frames else b""))
+                reply = self._openings.incoming(expand_reply(unpackb(frames[-1] if frames else b"")))
             except CodecError:
                 self.discarded += 1
                 continue
@@ -104,6 +108,8 @@ class AsyncBridgeClient:
         self._check_gone()  # nothing will answer: say so now, not after the timeout
         self._ensure_reader()
         rid = next(self._ids)
+        if op == "reset" and self._name_openings:
+            fields = self._openings.outgoing(fields)
         frame = packb({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields})
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
@@ -165,6 +171,7 @@ class AsyncBridgeClient:
     async def hello(self, client: str | None = "envscaler-python-async", **kw: Any) -> dict[str, Any]:
         fields: dict[str, Any] = {"client": client} if client is not None else {}
         self._hello = await self.request("hello", **fields, **kw)
+        self._name_openings = OPENINGS_FEATURE in (self._hello.get("features") or ())
         return self._hello
 
     async def supports(self, feature: str) -> bool:

@@ -29,6 +29,8 @@ from .protocol import (
     packb,
     unpackb,
 )
+from .opening_cache import FEATURE as OPENINGS_FEATURE
+from .opening_cache import OpeningCache
 from .reachability import BridgeNotRunning, check_reachable
 
 __all__ = ["BridgeClient", "CurveKeys", "apply_curve", "connect_dealer"]
@@ -125,6 +127,8 @@ class BridgeClient:
         self._heard = False  # a reply came from the endpoint (from then on a silence is a timeout, not a probe)
         self._rcvtimeo = -1  # the socket's RCVTIMEO now (ms): set only when a wait needs another
         self._hello: dict[str, Any] | None = None  # the last hello's result (features, limits)
+        self._openings = OpeningCache()  # reset openings kept, named in later resets (feature reset_known_opening)
+        self._name_openings = False  # the bridge's hello lists that feature
 
     # ------------------------------------------------------------------ context manager
 
@@ -149,6 +153,8 @@ class BridgeClient:
             self._check_open()
             self._check_gone()  # a send to an exited bridge could block for the whole timeout
             rid = next(self._ids)
+            if op == "reset" and self._name_openings:
+                fields = self._openings.outgoing(fields)
             frame = packb({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields}, checked=checked)
             self._pending[rid] = None
             try:
@@ -273,7 +279,7 @@ class BridgeClient:
         except zmq.Again:
             return False
         try:
-            reply = expand_reply(unpackb(_last_frame(frames)))
+            reply = self._openings.incoming(expand_reply(unpackb(_last_frame(frames))))
         except CodecError:
             self.discarded += 1
             return True
@@ -309,6 +315,7 @@ class BridgeClient:
     def hello(self, client: str | None = "envscaler-python", **kw: Any) -> dict[str, Any]:
         fields: dict[str, Any] = {"client": client} if client is not None else {}
         self._hello = self.request("hello", **fields, **kw)
+        self._name_openings = OPENINGS_FEATURE in (self._hello.get("features") or ())
         return self._hello
 
     @property

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { decodeFrame, encodeFrame, MAX_DEPTH } from "../../../protocol/codec.js";
 import type { z } from "zod";
 import { ProtocolError } from "../../../protocol/error-codes.js";
-import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody, type Op, type RESULT_SCHEMAS } from "../../../protocol/messages.js";
+import { OPS, PROTOCOL_VERSION, Request, RequestId, type ErrorBody, type Op, type RESULT_SCHEMAS, type ResetRequest } from "../../../protocol/messages.js";
 import { SERVER_VERSION } from "../../../protocol/server-version.js";
 import { compactStep } from "../../../protocol/step-wire.js";
 import type { EnvRuntime, ForkResult } from "../../core/engine/env-runtime.js";
@@ -53,6 +53,7 @@ type WireResult<O extends Op> = z.input<(typeof RESULT_SCHEMAS)[O]>;
 /** What any op answers: `handle` returns one of these. */
 type AnyWireResult = { [O in Op]: WireResult<O> }[Op];
 type PreviousEpisode = NonNullable<WireResult<"reset">["info"]["previous_episode"]>;
+type KnownOpening = NonNullable<z.input<typeof ResetRequest>["known_opening"]>;
 
 /**
  * One replica's ROUTER socket in front of an EnvRuntime. Frames are bounded and scanned before
@@ -235,7 +236,7 @@ export class BridgeServer {
         } satisfies WireResult<"list_scenarios">;
       }
       case "reset":
-        return this.reset(req.scenario_id, req.seed, req.session_id, client, req.finish_previous ?? false);
+        return this.reset(req.scenario_id, req.seed, req.session_id, client, req.finish_previous ?? false, req.known_opening);
       case "step":
         return this.onSession(req.session_id, async (s) => wireStep(await this.runtime.step(needEpisode(s), req.action)));
       case "step_batch": {
@@ -320,12 +321,12 @@ export class BridgeServer {
     }
   }
 
-  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean | "later"): Promise<WireResult<"reset">> {
+  private async reset(scenarioId: string, seed: number | undefined, sessionId: string | undefined, client: string, finishPrevious: boolean | "later", known?: KnownOpening): Promise<WireResult<"reset">> {
     if (sessionId === undefined) {
       requireScenario(this.runtime.registry, scenarioId);
       const s = this.sessions.openFor(client);
       try {
-        return await this.sessions.runOn(s, (sess) => this.startEpisode(sess, scenarioId, seed));
+        return await this.sessions.runOn(s, (sess) => this.startEpisode(sess, scenarioId, seed, known));
       } catch (e) {
         this.sessions.remove(s.id, "never started: its first reset failed");
         throw e;
@@ -349,7 +350,7 @@ export class BridgeServer {
       // so a reset in place costs one thread hop, not two (the session service forgets it first)
       this.sessions.endEpisode(s, (e, old) => this.log.warn({ err: e, episode: old }, "closing the previous episode of a session failed"));
       requireScenario(this.runtime.registry, scenarioId);
-      const r = await this.startEpisode(s, scenarioId, seed);
+      const r = await this.startEpisode(s, scenarioId, seed, known);
       if (previous) r.info.previous_episode = previous;
       return r;
     });
@@ -398,11 +399,14 @@ export class BridgeServer {
     };
   }
 
-  private async startEpisode(s: Session, scenarioId: string, seed: number | undefined): Promise<WireResult<"reset">> {
+  private async startEpisode(s: Session, scenarioId: string, seed: number | undefined, known?: KnownOpening): Promise<WireResult<"reset">> {
     const r = await this.runtime.reset(scenarioId, seed);
     s.episodeId = r.episode_id;
-    // a copy of info (a reset is not the hot path): `previous_episode` goes on the reply, not on the runtime's result
-    return { session_id: s.id, observation: r.observation, info: { ...r.info } };
+    // a copy of info (`previous_episode` goes on the reply, not on the runtime's result), less the
+    // opening (~8 KB of tool schemas for library-1) when the client holds this very one
+    const { introduction, rules, tools, ...rest } = r.info;
+    const info = known && known.env_hash === r.info.env_hash && known.scenario_hash === r.info.scenario_hash ? { ...rest, opening_omitted: true as const } : { ...rest, introduction, rules, tools };
+    return { session_id: s.id, observation: r.observation, info };
   }
 
   /** Runs `fn` on the session after its earlier requests (the session service's one ordering). */
@@ -455,9 +459,10 @@ export class BridgeServer {
  * Optional behaviours a client detects in `hello`'s `features` before using them (docs/protocol.md
  * §8): `reset_finish_previous`: `reset` takes `finish_previous` and answers `info.previous_episode`;
  * `null_action`: a null action is an `invalid_action` observation, not a `bad_request`;
- * `reset_finish_previous_later`: `finish_previous: "later"` (scored after the reply; `episode_result`).
+ * `reset_finish_previous_later`: `finish_previous: "later"` (scored after the reply; `episode_result`);
+ * `reset_known_opening`: `reset` takes `known_opening` and then may leave the opening out of info.
  */
-export const FEATURES = ["reset_finish_previous", "null_action", "reset_finish_previous_later"] as const;
+export const FEATURES = ["reset_finish_previous", "null_action", "reset_finish_previous_later", "reset_known_opening"] as const;
 
 /** Ops whose repetition must not run twice (docs/protocol.md §3, retries). */
 // export_snapshot changes nothing (and its reply is a blob too big to keep for minutes): a retry runs again
