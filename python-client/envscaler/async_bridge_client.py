@@ -17,9 +17,9 @@ import zmq
 import zmq.asyncio
 
 from .bridge_client import PROBE_AFTER_S, WATCH_EVERY_S, CurveKeys, _fork_fields, _reset_fields, batch_fields, connect_dealer, parse_batch
-from .protocol import PROTOCOL_VERSION, BridgeError, BridgeExited, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
 from .opening_cache import FEATURE as OPENINGS_FEATURE
 from .opening_cache import OpeningCache
+from .protocol import PROTOCOL_VERSION, BridgeError, BridgeExited, BridgeTimeout, CodecError, error_for, expand_reply, packb, unpackb
 from .reachability import BridgeNotRunning, check_reachable
 
 __all__ = ["AsyncBridgeClient"]

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 import zmq
 
+from .opening_cache import FEATURE as OPENINGS_FEATURE
+from .opening_cache import OpeningCache
 from .protocol import (
     PROTOCOL_VERSION,
     BridgeError,
@@ -29,8 +31,6 @@ from .protocol import (
     packb,
     unpackb,
 )
-from .opening_cache import FEATURE as OPENINGS_FEATURE
-from .opening_cache import OpeningCache
 from .reachability import BridgeNotRunning, check_reachable
 
 __all__ = ["BridgeClient", "CurveKeys", "apply_curve", "connect_dealer"]

@@ -20,7 +20,18 @@ def _vector(name: str) -> dict:
 
 
 def _full_reply(rid: int = 1, scenario: str = "notes-1", env_hash: str = "01" * 32, scenario_hash: str = "02" * 32) -> dict:
-    info = {"episode_id": "e-1", "env_id": "notes-v1", "scenario_id": scenario, "seed": 1, "introduction": "Notes.", "rules": ["be nice"], "tools": [{"type": "function", "function": {"name": "add_note"}}], "env_hash": env_hash, "scenario_hash": scenario_hash}
+    tools = [{"type": "function", "function": {"name": "add_note"}}]
+    info = {
+        "episode_id": "e-1",
+        "env_id": "notes-v1",
+        "scenario_id": scenario,
+        "seed": 1,
+        "introduction": "Notes.",
+        "rules": ["be nice"],
+        "tools": tools,
+        "env_hash": env_hash,
+        "scenario_hash": scenario_hash,
+    }
     return {"v": 2, "id": rid, "ok": True, "result": {"session_id": "s-a", "observation": {"role": "user", "content": "Add a note."}, "info": info}}
 
 
