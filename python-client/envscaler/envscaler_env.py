@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 
 from .bridge_client import BridgeClient, CurveKeys
 from .episode_logic import Episode, StepTuple, check_mode, check_seed, choose_scenario, close_session_quietly, episode_seed, open_client, plain_action, select_scenarios, step_tuple
-from .previous_episode import PreviousEpisode
+from .previous_episode import finish_mode, lazy_previous
 from .protocol import BridgeError
 from .spaces import AgentAction, AnyText
 from .transcript import Transcript, snapshot_transcript
@@ -116,18 +116,14 @@ class EnvScalerEnv(gym.Env[str, Any]):
         # a live episode is ended and scored by the reset itself (one request): after the reply
         # where the bridge can ("later": info["previous_episode"] fetches the score when read),
         # else in it; a bridge without either gets the finish first, as before
-        finish_previous: bool | str = self.episode.live and self.episode.session_id is not None and not self.client.closed
-        if finish_previous and self.client.supports("reset_finish_previous_later"):
-            finish_previous = "later"
-        elif finish_previous and not self.client.supports("reset_finish_previous"):
+        live = self.episode.live and self.episode.session_id is not None and not self.client.closed
+        finish_previous = finish_mode(self.client, live)
+        if live and not finish_previous:
             self._finish_quietly()
-            finish_previous = False
         result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         self._steps = 0
         obs, info = self.episode.begin(result, scenario)
-        previous = info.get("previous_episode")
-        if isinstance(previous, Mapping) and previous.get("pending"):
-            info["previous_episode"] = PreviousEpisode(previous, self.client.episode_result)
+        lazy_previous(info, self.client.episode_result)
         self.transcript.start(obs, info)
         self._snapshot_transcripts.clear()  # the bridge drops an episode's snapshots at its reset
         return obs, info

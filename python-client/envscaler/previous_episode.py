@@ -22,7 +22,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["KNOWN_AT_ONCE", "AsyncPreviousEpisode", "PreviousEpisode", "ScoreNotFetched"]
+__all__ = ["KNOWN_AT_ONCE", "AsyncPreviousEpisode", "PreviousEpisode", "ScoreNotFetched", "finish_mode", "lazy_previous"]
 
 #: the keys a pending reply already carries
 KNOWN_AT_ONCE = frozenset({"episode_id", "finished", "step", "state_hash"})
@@ -123,3 +123,21 @@ class AsyncPreviousEpisode(_Previous):
                 "(the bridge scores it after the reset replied; a read from inside the event loop cannot wait for it)"
             )
         return self._data
+
+
+def finish_mode(client: Any, live: bool) -> bool | str:
+    """How a reset of a session ends its running episode (``finish_previous``): ``"later"`` where
+    the bridge scores after replying, ``True`` where it can only score in the reset, ``False`` (closed
+    unscored) when nothing runs or the bridge has neither feature. One rule for every env class."""
+    if not live:
+        return False
+    if client.supports("reset_finish_previous_later"):
+        return "later"
+    return bool(client.supports("reset_finish_previous"))
+
+
+def lazy_previous(info: dict[str, Any], fetch: Callable[[str], Mapping[str, Any]]) -> None:
+    """Makes a pending ``info["previous_episode"]`` a :class:`PreviousEpisode` that fetches its score when read."""
+    previous = info.get("previous_episode")
+    if isinstance(previous, Mapping) and previous.get("pending"):
+        info["previous_episode"] = PreviousEpisode(previous, fetch)

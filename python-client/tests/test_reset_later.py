@@ -109,6 +109,53 @@ def test_the_async_env_resets_a_live_episode_without_waiting_and_fetch_is_awaite
     asyncio.run(main())
 
 
+def _spy_sync(client: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Records every request a sync client sends (op, fields)."""
+    sent: list[tuple[str, dict[str, Any]]] = []
+    real = client.request
+
+    def request(op: str, **fields: Any) -> dict[str, Any]:
+        sent.append((op, fields))
+        return real(op, **fields)
+
+    client.request = request
+    return sent
+
+
+@pytest.mark.parametrize("kind", ["roll", "gem"])
+def test_the_roll_and_gem_adapters_reset_a_live_episode_without_waiting_for_its_score(two: Bridge, kind: str) -> None:
+    """They scored the old episode inside the reset (finish_previous=True); now as EnvScalerEnv
+    does: "later", with a PreviousEpisode that fetches the score once, when read, and the same
+    score a reset scoring in line gives."""
+    from envscaler.adapters.gem import EnvScalerGemEnv
+    from envscaler.adapters.roll import EnvScalerRollEnv
+
+    def previous(info: dict[str, Any]) -> Any:
+        return (info["bridge_info"] if kind == "roll" else info)["previous_episode"]
+
+    with two.client(0, timeout=30) as c:
+        sent = _spy_sync(c)
+        env: Any = EnvScalerRollEnv(client=c, scenario_ids=["notes-1"]) if kind == "roll" else EnvScalerGemEnv(client=c, scenario_ids=["notes-1"])
+        env.reset(seed=1)
+        env.step(ADD)
+        _, info = env.reset(seed=2)
+        assert _ops(sent, "reset")[-1]["finish_previous"] == "later"
+        prev = previous(info)
+        assert isinstance(prev, PreviousEpisode) and prev.pending and not _ops(sent, "episode_result")
+        assert prev["end_reason"] == "client" and 0 < prev["reward"] < 1
+        assert len(_ops(sent, "episode_result")) == 1
+
+        # the same episode scored in line: the same result
+        c.supports = lambda feature: feature != "reset_finish_previous_later"  # type: ignore[method-assign]
+        env.reset(seed=1)
+        env.step(ADD)
+        _, info2 = env.reset(seed=2)
+        assert _ops(sent, "reset")[-1]["finish_previous"] is True
+        now = previous(info2)
+        assert type(now) is dict and _no_id(prev) == _no_id(now)
+        env.close()
+
+
 def test_the_sync_env_forks_and_snapshots_after_a_reset_that_ended_a_live_episode(two: Bridge) -> None:
     """The transcript copy a fork or snapshot makes used to deep-copy the PreviousEpisode with the
     client its fetch holds (TypeError: cannot pickle '_thread.lock')."""

@@ -15,6 +15,7 @@ from gymnasium.utils import seeding
 
 from ..bridge_client import BridgeClient, CurveKeys
 from ..episode_logic import Episode, StepTuple, check_mode, choose_scenario, close_session_quietly, episode_seed, open_client, select_scenarios, step_tuple
+from ..previous_episode import finish_mode, lazy_previous
 from .roll import format_env_introduction
 
 __all__ = ["GEM_AVAILABLE", "EnvScalerGemEnv"]
@@ -72,9 +73,12 @@ class EnvScalerGemEnv(_Base):  # type: ignore[misc]  # the base is chosen at imp
             self._np_random, self._np_random_seed = seeding.np_random(int(seed))
         scenario = choose_scenario(self._np_random, self.scenario_ids)
         bridge_seed = episode_seed(seed, self._np_random)
-        finish_previous = self.episode.live and self.episode.session_id is not None and self.client.supports("reset_finish_previous")
+        # a live episode is ended by this reset and scored after the reply where the bridge can
+        # (info["previous_episode"] fetches the score when read)
+        finish_previous = finish_mode(self.client, self.episode.live and self.episode.session_id is not None)
         result = self.episode.reset(lambda sid: self.client.reset(scenario, seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         obs, info = self.episode.begin(result, scenario)
+        lazy_previous(info, self.client.episode_result)
         info["env_introduction"] = format_env_introduction(info.get("introduction", ""), info.get("rules", []))
         return obs, info
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..bridge_client import BridgeClient, CurveKeys
 from ..episode_logic import Episode, check_mode, check_seed, close_session_quietly, open_client, step_tuple
+from ..previous_episode import finish_mode, lazy_previous
 
 __all__ = ["ROLL_ENV_IDS", "EnvScalerRollEnv", "format_env_introduction", "make_roll_env", "register_roll"]
 
@@ -77,9 +78,12 @@ class EnvScalerRollEnv:
         item = self.task_items[task_index]
         # the previous episode's task, tools and introduction go with it: nothing of it stays if this reset fails
         self.task_item, self.env_name, self.env_introduction, self.tools, self.current_step = None, None, None, [], 0
-        finish_previous = self.episode.live and self.episode.session_id is not None and self.client.supports("reset_finish_previous")
+        # a live episode is ended by this reset and scored after the reply where the bridge can
+        # (info["bridge_info"]["previous_episode"] fetches the score when read)
+        finish_previous = finish_mode(self.client, self.episode.live and self.episode.session_id is not None)
         result = self.episode.reset(lambda sid: self.client.reset(item["scenario_id"], seed=bridge_seed, session_id=sid, finish_previous=finish_previous))
         content, info_b = self.episode.begin(result, item["scenario_id"])
+        lazy_previous(info_b, self.client.episode_result)
         info_b.pop("observation")  # the bridge's info as it sent it
         env = self.envs.get(info_b.get("env_id", item["env_id"]), {})
         self.task_item = item
