@@ -14,11 +14,15 @@ const MAX_DIFF_CHECKS = 5;
 
 const TaskText = z.object({ task: z.string().min(10) });
 
+/** Other records a verified call is tried on (each that runs and changes the state costs one task-text ask). */
+const MAX_VARIANTS_PER_CALL = 4;
+
 /**
  * The calls a derived scenario can be made of: the dual-agent test's positive calls that changed
- * the state and that its judge did not fail (the env's own `build-report.json`), once each.
+ * the state and that its judge did not fail (the env's own `build-report.json`), once each; then,
+ * given the initial state, the same calls on other records (recordVariants).
  */
-export function derivedCandidates(bundleDir: string): ToolCall[] {
+export function derivedCandidates(bundleDir: string, initial?: Record<string, unknown>): ToolCall[] {
   const file = join(bundleDir, "build-report.json");
   if (!existsSync(file)) return [];
   const report = JSON.parse(readFileSync(file, "utf8")) as { cases?: { tool: string; arguments: Record<string, unknown>; case_type: string; result: string; diff: unknown[] }[] };
@@ -31,7 +35,44 @@ export function derivedCandidates(bundleDir: string): ToolCall[] {
     seen.add(key);
     out.push({ name: c.tool, arguments: c.arguments });
   }
+  return initial ? [...out, ...recordVariants(out, initial)] : out;
+}
+
+/**
+ * The verified calls on other records (the 1.5B's dual-agent test verified one writing call, so
+ * one scenario came of it, 2026-12-07): an argument naming a record of the initial state (a key of
+ * one of its collections) is set, one argument at a time, to the collection's other keys, at most
+ * MAX_VARIANTS_PER_CALL per call. Only candidates: a variant must still run without an error and
+ * change the state on the initial state (deriveScenario), and pass vetting with its probes.
+ */
+export function recordVariants(calls: readonly ToolCall[], initial: Record<string, unknown>): ToolCall[] {
+  const collections = Object.values(initial).filter((v): v is Record<string, unknown> => isRecordMap(v));
+  const seen = new Set(calls.map((c) => `${c.name} ${canonicalJson(c.arguments)}`));
+  const out: ToolCall[] = [];
+  for (const call of calls) {
+    let made = 0;
+    for (const [arg, value] of Object.entries(call.arguments)) {
+      if (typeof value !== "string") continue;
+      const home = collections.find((c) => Object.hasOwn(c, value));
+      for (const other of home ? Object.keys(home) : []) {
+        if (made >= MAX_VARIANTS_PER_CALL) break;
+        const variant = { name: call.name, arguments: { ...call.arguments, [arg]: other } };
+        const key = `${variant.name} ${canonicalJson(variant.arguments)}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        out.push(variant);
+        made++;
+      }
+    }
+  }
   return out;
+}
+
+/** A collection of the state: an object (not an array) whose values are all objects (its records). */
+function isRecordMap(v: unknown): boolean {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
+  const records = Object.values(v);
+  return records.length > 0 && records.every((r) => r !== null && typeof r === "object" && !Array.isArray(r));
 }
 
 /** A JSON pointer's segments as a property access (`/loans/L1/status` → `["loans"]["L1"]["status"]`). */

@@ -120,7 +120,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   const n = options.perEnv ?? 3;
   const every = options.conversationEvery ?? 3;
   const initial = bundleInitialState(bundle);
-  const candidates = derivedCandidates(bundleDir);
+  const candidates = derivedCandidates(bundleDir, initial);
   const used = new Set<number>();
   const derivedIds: string[] = [];
   const examples = checkExamples(initial);

@@ -133,28 +133,32 @@ test("a task scenario the model cannot get through vetting is derived from a cal
   const useless = { task: "Keep the notes as they are.", state_overrides: {}, checklist: [{ description: "notes exist", source: "({final}) => final.notes !== undefined" }], reference_actions: [{ name: "list_notes", arguments: { user_id: "u1" } }] };
   const fixture = await OpenAIFixture.start((req: FixtureRequest) => {
     if (!req.messages[0]!.content.includes("You write the task text")) return "```json\n" + JSON.stringify(useless) + "\n```";
-    // first a task that leaves out a value the call needs, then one that gives them all
+    // the verified call (u2): first a task that leaves out a value the call needs, then one that
+    // gives them all; the same call for the other user (u1, a variant): all of them at once
+    if (req.messages[1]!.content.includes('"user_id":"u1"')) return JSON.stringify({ task: "Ann (user u1) wants a new note titled todo that says call mom." });
     const task = /were rejected:/.test(req.messages.at(-1)!.content) ? "Bob (user u2) wants a new note titled todo that says call mom." : "Bob (user u2) wants a new note titled todo.";
     return JSON.stringify({ task });
   });
   try {
     const llm = fixtureLlm(fixture, out);
-    const { kept, rejected, derived } = await generateScenarios(llm, bundle, { perEnv: 2, conversationEvery: 0 });
-    expect(derived).toEqual(["notes-1"]);
-    // scenario 1: derived from the one positive, not failed, state-changing call; scenario 2: no call left
-    expect(kept.map((s) => s.id)).toEqual(["notes-1"]);
+    const { kept, rejected, derived } = await generateScenarios(llm, bundle, { perEnv: 3, conversationEvery: 0 });
+    expect(derived).toEqual(["notes-1", "notes-2"]);
+    // scenario 1: derived from the one positive, not failed, state-changing call; scenario 2: from
+    // the same call for the other user of the state (u1); scenario 3: no call left
+    expect(kept.map((s) => s.id)).toEqual(["notes-1", "notes-2"]);
+    expect(kept[1]).toMatchObject({ task: "Ann (user u1) wants a new note titled todo that says call mom.", reference_actions: [{ name: "add_note", arguments: { ...call.arguments, user_id: "u1" } }] });
     expect(kept[0]).toMatchObject({ mode: "task", task: "Bob (user u2) wants a new note titled todo that says call mom.", reference_actions: [call] });
     expect(kept[0]!.checks.map((c) => c.kind)).toEqual(["js", "js", "reference_state"]);
     expect(kept[0]!.checks[0]).toMatchObject({ description: expect.stringMatching(/^\/notes\/n2 is \{"user_id":"u2"/) });
     expect(rejected).toHaveLength(1);
     expect(rejected[0]!.reason).toMatch(/^scenario: still invalid after 2 re-asks: .*doing nothing already scores 1\.0/);
-    // the task text was re-asked for the value it left out, without the rejected reply
+    // the task text was re-asked for the value it left out, without the rejected reply (then one ask for the variant)
     const taskAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("You write the task text"));
-    expect(taskAsks).toHaveLength(2);
+    expect(taskAsks).toHaveLength(3);
     expect(taskAsks[1]!.messages.at(-1)!.content).toMatch(/the task does not say "call mom"/);
     // what was kept passes vetting as it stands (envscaler check, the probes, two seeds)
     const { vetScenario } = await import("../../synth/stages/scenarios.js");
-    expect(await vetScenario(bundle, kept[0]!, mkdtempSync(join(tmpdir(), "envscaler-vet-")))).toBeNull();
+    for (const s of kept) expect(await vetScenario(bundle, s, mkdtempSync(join(tmpdir(), "envscaler-vet-")))).toBeNull();
     // --scenario-fallback none: nothing is derived
     const again = join(out, "again");
     cpSync(bundle, again, { recursive: true });
@@ -177,4 +181,22 @@ test("a scenario with the same reference solution as one already kept is re-aske
   } finally {
     await fixture.close();
   }
+});
+
+test("a verified call's record variants: each argument naming a record, one at a time, set to the collection's other keys (at most 4 a call)", async () => {
+  const { recordVariants } = await import("../../synth/stages/derived-scenario.js");
+  const state = {
+    patients: { P1: { name: "Ann" }, P2: { name: "Bo" }, P3: { name: "Cy" } },
+    trials: { T1: { open: true }, T2: { open: false }, T3: { open: true }, T4: { open: true } },
+    tags: ["x"],
+    next_id: 3,
+  };
+  const call = { name: "enroll", arguments: { patient_id: "P1", trial_id: "T1", note: "P2 asked", count: 1 } };
+  const variants = recordVariants([call], state);
+  // P2, P3 for the patient, then T2, T3 for the trial: 4, the cap (T4 is not tried)
+  expect(variants.map((v) => [v.arguments.patient_id, v.arguments.trial_id])).toEqual([["P2", "T1"], ["P3", "T1"], ["P1", "T2"], ["P1", "T3"]]);
+  // a value that is not a key (note) and a non-string (count) are left as they are; nothing repeats the call itself
+  for (const v of variants) expect(v.arguments).toMatchObject({ note: "P2 asked", count: 1 });
+  // a variant already among the calls is not made again
+  expect(recordVariants([call, { name: "enroll", arguments: { ...call.arguments, patient_id: "P2" } }], state).filter((v) => v.arguments.patient_id === "P2" && v.arguments.trial_id === "T1")).toHaveLength(0);
 });
