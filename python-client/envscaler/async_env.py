@@ -16,7 +16,7 @@ from .async_bridge_client import AsyncBridgeClient
 from .bridge_client import CurveKeys
 from .episode_logic import LOST_SESSION, Episode, StepTuple, check_mode, check_seed, choose_scenario, episode_seed, lost_step, plain_action, select_scenarios, step_tuple
 from .fleet_view import as_fleet_view, discover_if_ray, lost_error
-from .previous_episode import AsyncPreviousEpisode
+from .previous_episode import AsyncPreviousEpisode, scored
 from .protocol import BridgeError, BridgeExited, BridgeTimeout, SessionLost, ShuttingDown
 from .reachability import BridgeNotRunning, check_reachable
 from .transcript import Transcript, snapshot_transcript
@@ -133,6 +133,8 @@ class AsyncEnvScalerEnv:
         previous = info.get("previous_episode")
         if isinstance(previous, Mapping) and previous.get("pending"):
             info["previous_episode"] = AsyncPreviousEpisode(previous, self._result_fetcher())
+        elif isinstance(previous, Mapping):
+            info["previous_episode"] = scored(previous)
         self.transcript.start(obs, info)
         return obs, info
 

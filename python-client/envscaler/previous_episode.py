@@ -22,7 +22,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["KNOWN_AT_ONCE", "AsyncPreviousEpisode", "PreviousEpisode", "ScoreNotFetched", "finish_mode", "lazy_previous"]
+__all__ = ["KNOWN_AT_ONCE", "AsyncPreviousEpisode", "PreviousEpisode", "ScoreNotFetched", "finish_mode", "lazy_previous", "scored"]
 
 #: the keys a pending reply already carries
 KNOWN_AT_ONCE = frozenset({"episode_id", "finished", "step", "state_hash"})
@@ -32,11 +32,19 @@ class ScoreNotFetched(RuntimeError):
     """A score key of an :class:`AsyncPreviousEpisode` was read before ``await prev.fetch()``."""
 
 
+def scored(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A previous episode's result as a dict, its reward a float as a step's is (it may arrive as an int, §2)."""
+    out = dict(result)
+    if isinstance(out.get("reward"), int) and not isinstance(out["reward"], bool):
+        out["reward"] = float(out["reward"])
+    return out
+
+
 class _Previous(Mapping[str, Any]):
     """What both kinds share: the reply's keys at once, the rest once scored."""
 
     def __init__(self, reply: Mapping[str, Any]) -> None:
-        self._data = {k: v for k, v in reply.items() if k != "pending"}
+        self._data = {k: v for k, v in scored(reply).items() if k != "pending"}
         self._scored = not reply.get("pending")
 
     @property
@@ -80,7 +88,7 @@ class PreviousEpisode(_Previous):
 
     def _full(self) -> dict[str, Any]:
         if not self._scored:
-            self._data = dict(self._fetch(str(self._data["episode_id"])))  # an error: asked again next time
+            self._data = scored(self._fetch(str(self._data["episode_id"])))  # an error: asked again next time
             self._scored = True
         return self._data
 
@@ -114,7 +122,7 @@ class AsyncPreviousEpisode(_Previous):
         return self
 
     async def _get(self) -> dict[str, Any]:
-        return dict(await self._fetch(str(self._data["episode_id"])))
+        return scored(await self._fetch(str(self._data["episode_id"])))
 
     def _full(self) -> dict[str, Any]:
         if not self._scored:
@@ -137,7 +145,10 @@ def finish_mode(client: Any, live: bool) -> bool | str:
 
 
 def lazy_previous(info: dict[str, Any], fetch: Callable[[str], Mapping[str, Any]]) -> None:
-    """Makes a pending ``info["previous_episode"]`` a :class:`PreviousEpisode` that fetches its score when read."""
+    """Makes a pending ``info["previous_episode"]`` a :class:`PreviousEpisode` that fetches its score
+    when read; one scored in the reset gets its reward as a float."""
     previous = info.get("previous_episode")
     if isinstance(previous, Mapping) and previous.get("pending"):
         info["previous_episode"] = PreviousEpisode(previous, fetch)
+    elif isinstance(previous, Mapping):
+        info["previous_episode"] = scored(previous)

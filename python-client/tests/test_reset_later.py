@@ -84,6 +84,7 @@ def test_the_async_env_resets_a_live_episode_without_waiting_and_fetch_is_awaite
             assert await prev.fetch() is prev
             assert _ops(sent, "episode_result") == [{"episode_id": first["episode_id"]}]
             assert prev["end_reason"] == "client" and 0 < prev["reward"] < 1 and prev["reward_info"]["total"] == 3
+            assert type(prev["reward"]) is float
 
             # the same episode scored in line gives the same result
             inline = AsyncEnvScalerEnv(client=c, scenario_ids=["notes-1"])
@@ -97,7 +98,7 @@ def test_the_async_env_resets_a_live_episode_without_waiting_and_fetch_is_awaite
             _, info2 = await inline.reset(seed=2)
             assert _ops(sent, "reset")[-1]["finish_previous"] is True
             now = info2["previous_episode"]
-            assert type(now) is dict and now["finished"] is True and "pending" not in now
+            assert type(now) is dict and now["finished"] is True and "pending" not in now and type(now["reward"]) is float
             assert _no_id(prev) == _no_id(now)
             assert len(_ops(sent, "episode_result")) == 1  # still the one
             await env.close()
@@ -143,6 +144,7 @@ def test_the_roll_and_gem_adapters_reset_a_live_episode_without_waiting_for_its_
         prev = previous(info)
         assert isinstance(prev, PreviousEpisode) and prev.pending and not _ops(sent, "episode_result")
         assert prev["end_reason"] == "client" and 0 < prev["reward"] < 1
+        assert type(prev["reward"]) is float  # as a step's reward, whatever number type crossed the wire
         assert len(_ops(sent, "episode_result")) == 1
 
         # the same episode scored in line: the same result
@@ -152,7 +154,7 @@ def test_the_roll_and_gem_adapters_reset_a_live_episode_without_waiting_for_its_
         _, info2 = env.reset(seed=2)
         assert _ops(sent, "reset")[-1]["finish_previous"] is True
         now = previous(info2)
-        assert type(now) is dict and _no_id(prev) == _no_id(now)
+        assert type(now) is dict and _no_id(prev) == _no_id(now) and type(now["reward"]) is float
         env.close()
 
 
@@ -302,3 +304,18 @@ def test_one_replicas_lost_scores_never_lose_the_other_replicas() -> None:
             assert all(isinstance(again[i], BridgeError) for i in failed)
         finally:
             vec.close()
+
+
+def test_a_previous_episode_reward_of_zero_reads_as_a_float(two: Bridge) -> None:
+    """An episode ended with nothing done scores 0, which crosses msgpack as the int 0 (§2); read
+    back it is 0.0, as a step's reward is, whether scored later or in the reset."""
+    with two.client(0, timeout=30) as c:
+        env = EnvScalerEnv(client=c, scenario_ids=["notes-1"])
+        env.reset(seed=1)
+        _, info = env.reset(seed=2)
+        assert isinstance(info["previous_episode"], PreviousEpisode)
+        assert info["previous_episode"]["reward"] == 0 and type(info["previous_episode"]["reward"]) is float
+        c.supports = lambda feature: feature != "reset_finish_previous_later"  # type: ignore[method-assign]
+        _, info = env.reset(seed=3)
+        assert type(info["previous_episode"]) is dict and type(info["previous_episode"]["reward"]) is float
+        env.close()
