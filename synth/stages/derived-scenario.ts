@@ -97,7 +97,7 @@ export function checksFromDiff(diff: readonly PatchOp[]): { description: string;
 }
 
 /** Every string and number in a call's arguments (array items too): what the task text must give the agent. */
-function argumentValues(v: unknown): string[] {
+export function argumentValues(v: unknown): string[] {
   if (typeof v === "string" || typeof v === "number") return [String(v)];
   if (Array.isArray(v)) return v.flatMap(argumentValues);
   if (v !== null && typeof v === "object") return Object.values(v).flatMap(argumentValues);

@@ -11,7 +11,7 @@ import { canonicalJson } from "../../protocol/canonical-json.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import { checkExamples, checkHints } from "./check-hints.js";
-import { deriveScenario, derivedCandidates } from "./derived-scenario.js";
+import { argumentValues, deriveScenario, derivedCandidates } from "./derived-scenario.js";
 import { stageBundle } from "./stage-bundle.js";
 import type { Rejection } from "./mine.js";
 
@@ -136,6 +136,8 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
           if (mode === "conversation" && !d.user_instructions) return "a conversation scenario needs user_instructions";
           const same = kept.find((k) => sameSolution(k.reference_actions ?? [], d.reference_actions));
           if (same) return `its reference_actions are those of scenario ${same.id} ("${same.task}"): a scenario with the same solution is the same task; write one that needs other calls or other records`;
+          const silent = silentTask(d);
+          if (silent) return silent;
           const parsed = Scenario.safeParse(toScenario(d, id, bundle.id, mode));
           if (!parsed.success) return `not a valid scenario: ${parsed.error.issues.map((x) => `${x.path.join(".")}: ${x.message}`).join("; ")}`;
           const problem = await vetScenario(bundleDir, parsed.data, workDir);
@@ -192,6 +194,19 @@ async function deriveOne(
     }
   }
   return reasons.length ? { reason: reasons.join("; ") } : null;
+}
+
+/**
+ * Why a task names none of the values its reference solution uses, or null: an agent reading it
+ * could not know which records or values to use (the 1.5B's "Add eligibility to patient records",
+ * whose solution set two patients' eligibility, passed every other gate, 2026-12-07). One value
+ * named is enough: the rest may be for the agent to look up.
+ */
+function silentTask(d: { task: string; user_instructions?: string; reference_actions: { arguments: Record<string, unknown> }[] }): string | null {
+  const values = [...new Set(d.reference_actions.flatMap((a) => argumentValues(a.arguments)))].filter((v) => v.trim() !== "");
+  const text = `${d.task}\n${d.user_instructions ?? ""}`.toLowerCase();
+  if (values.length === 0 || values.some((v) => text.includes(v.toLowerCase()))) return null;
+  return `the task names none of the values its reference_actions use (${values.slice(0, 6).map((v) => JSON.stringify(v)).join(", ")}): an agent reading it could not know which records or values to use; say them in the task`;
 }
 
 /** Two solutions are the same when they make the same calls in the same order (the 1.5B wrote one task three times over). */

@@ -130,7 +130,7 @@ test("a task scenario the model cannot get through vetting is derived from a cal
   ];
   writeFileSync(join(bundle, "build-report.json"), JSON.stringify({ env_id: "notes-v1", cases }));
   // the real 1.5B's shape: checks that already pass, every time
-  const useless = { task: "Keep the notes as they are.", state_overrides: {}, checklist: [{ description: "notes exist", source: "({final}) => final.notes !== undefined" }], reference_actions: [{ name: "list_notes", arguments: { user_id: "u1" } }] };
+  const useless = { task: "Keep user u1's notes as they are.", state_overrides: {}, checklist: [{ description: "notes exist", source: "({final}) => final.notes !== undefined" }], reference_actions: [{ name: "list_notes", arguments: { user_id: "u1" } }] };
   const fixture = await OpenAIFixture.start((req: FixtureRequest) => {
     if (!req.messages[0]!.content.includes("You write the task text")) return "```json\n" + JSON.stringify(useless) + "\n```";
     // the verified call (u2): first a task that leaves out a value the call needs, then one that
@@ -199,4 +199,21 @@ test("a verified call's record variants: each argument naming a record, one at a
   for (const v of variants) expect(v.arguments).toMatchObject({ note: "P2 asked", count: 1 });
   // a variant already among the calls is not made again
   expect(recordVariants([call, { name: "enroll", arguments: { ...call.arguments, patient_id: "P2" } }], state).filter((v) => v.arguments.patient_id === "P2" && v.arguments.trial_id === "T1")).toHaveLength(0);
+});
+
+test("a task that names none of the values its reference solution uses is re-asked: an agent could not know what to do", async () => {
+  const { out, bundle } = notesCopy();
+  // the real 1.5B's shape (2026-12-07): "Add eligibility to patient records" for a solution on two named patients
+  const fixture = await OpenAIFixture.start((req: FixtureRequest) => {
+    const again = /were rejected:/.test(req.messages.at(-1)!.content);
+    return "```json\n" + JSON.stringify(again ? GOOD : { ...GOOD, task: "Add a note for the user." }) + "\n```";
+  });
+  try {
+    const { kept } = await generateScenarios(fixtureLlm(fixture, out), bundle, { perEnv: 1, conversationEvery: 0 });
+    expect(kept.map((s) => s.task)).toEqual([GOOD.task]);
+    const reask = fixture.requests[1]!.messages.at(-1)!.content;
+    expect(reask).toMatch(/the task names none of the values its reference_actions use \("u2", "todo", "call mom"\)/);
+  } finally {
+    await fixture.close();
+  }
 });
