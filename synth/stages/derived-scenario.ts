@@ -16,6 +16,8 @@ const TaskText = z.object({ task: z.string().min(10) });
 
 /** Other records a verified call is tried on (each that runs and changes the state costs one task-text ask). */
 const MAX_VARIANTS_PER_CALL = 4;
+/** Two-call solutions tried after the one-call ones (each that runs and changes the state costs one task-text ask). */
+const MAX_PAIRS = 4;
 
 /**
  * The calls a derived scenario can be made of: the dual-agent test's positive calls that changed
@@ -68,6 +70,21 @@ export function recordVariants(calls: readonly ToolCall[], initial: Record<strin
   return out;
 }
 
+/**
+ * The solutions derived scenarios are tried with, in order: each candidate call alone, then pairs
+ * of them (the first MAX_PAIRS, in candidate order), a task that needs two writes. A pair whose
+ * second call undoes or repeats the first is rejected by vetting's probes (a step that can be
+ * left out at 1.0). The 1.5B's clinical-trials env had one write tool and two patients: two
+ * one-call scenarios, and none of the model's own passed (2026-12-07).
+ */
+export function derivedSolutions(candidates: readonly ToolCall[]): ToolCall[][] {
+  const pairs: ToolCall[][] = [];
+  for (let i = 0; i < candidates.length && pairs.length < MAX_PAIRS; i++) {
+    for (let j = i + 1; j < candidates.length && pairs.length < MAX_PAIRS; j++) pairs.push([candidates[i]!, candidates[j]!]);
+  }
+  return [...candidates.map((c) => [c]), ...pairs];
+}
+
 /** A collection of the state: an object (not an array) whose values are all objects (its records). */
 function isRecordMap(v: unknown): boolean {
   if (v === null || typeof v !== "object" || Array.isArray(v)) return false;
@@ -105,38 +122,43 @@ export function argumentValues(v: unknown): string[] {
 }
 
 /**
- * A task scenario built around one verified call (see derivedCandidates), for a model that cannot
- * write a whole scenario whose checks work (the 1.5B: none in 12 tries on 2026-12-07): the call is
- * played on the scenario's initial state, the checks come from the state change it makes (plus
+ * A task scenario built around verified calls (see derivedSolutions), for a model that cannot
+ * write a whole scenario whose checks work (the 1.5B: none in 12 tries on 2026-12-07): the calls
+ * are played on the scenario's initial state, the checks come from the state change they make (plus
  * `reference_state`), and the model writes only the task text, re-asked until it states every
- * value the call needs. Null when the call changes nothing on the initial state or fails there.
+ * value the calls need. Null when a call fails there or together they change nothing.
  */
-export async function deriveScenario(llm: LlmClient, bundleDir: string, call: ToolCall, meta: { id: string; envId: string; introduction: string; taken: string[] }): Promise<Scenario | null> {
+export async function deriveScenario(llm: LlmClient, bundleDir: string, calls: readonly ToolCall[], meta: { id: string; envId: string; introduction: string; taken: string[] }): Promise<Scenario | null> {
   // played in a copy of the bundle holding one bare scenario on the default state (the bundle's
   // own scenarios.json is what this stage is replacing)
   const dir = join(bundleDir, ".vetting", `${meta.id}-derive`);
-  stageBundle(bundleDir, dir, [{ id: "derive", env_id: meta.envId, task: "Play one call.", max_steps: 2 }]);
-  let diff: PatchOp[];
-  let observation: string;
+  stageBundle(bundleDir, dir, [{ id: "derive", env_id: meta.envId, task: "Play the calls.", max_steps: calls.length + 1 }]);
+  const diff: PatchOp[] = [];
+  const observations: string[] = [];
   try {
     const rt = await EnvRuntime.start({ envs: [dir], hardStopGraceMs: 500 });
     try {
       const { episode_id } = await rt.reset("derive", 1);
-      const r = await rt.step(episode_id, call);
-      if (r.info.error || (r.observation.tool_results ?? []).some((t) => !t.ok)) return null;
-      diff = r.info.diff;
-      observation = r.observation.content;
+      for (const call of calls) {
+        const r = await rt.step(episode_id, call);
+        if (r.info.error || (r.observation.tool_results ?? []).some((t) => !t.ok)) return null;
+        diff.push(...r.info.diff);
+        observations.push(r.observation.content);
+      }
     } finally {
       await rt.close();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  if (diff.length === 0) return null;
-  const needed = [...new Set(argumentValues(call.arguments))];
+  // what the final state holds: the last change of each path (a later call may change it again)
+  const last = [...new Map(diff.map((op) => [op.path, op])).values()];
+  if (last.length === 0) return null;
+  const needed = [...new Set(calls.flatMap((c) => argumentValues(c.arguments)))];
+  const shown = (f: (c: ToolCall, i: number) => string) => calls.map(f).join("\nthen ");
   const { task } = await llm.askJson(
     "scenario",
-    derivedTaskPrompt({ introduction: meta.introduction, call: `${call.name}(${JSON.stringify(call.arguments)})`, result: observation, diff: JSON.stringify(diff), taken: meta.taken }),
+    derivedTaskPrompt({ introduction: meta.introduction, call: shown((c) => `${c.name}(${JSON.stringify(c.arguments)})`), result: shown((_c, i) => observations[i]!), diff: JSON.stringify(last), taken: meta.taken }),
     TaskText,
     (t) => {
       const missing = needed.filter((v) => !t.task.toLowerCase().includes(v.toLowerCase()));
@@ -149,7 +171,7 @@ export async function deriveScenario(llm: LlmClient, bundleDir: string, call: To
     env_id: meta.envId,
     mode: "task",
     task,
-    checks: [...checksFromDiff(diff).map((c) => ({ kind: "js" as const, ...c })), { kind: "reference_state" as const }],
-    reference_actions: [call],
+    checks: [...checksFromDiff(last).map((c) => ({ kind: "js" as const, ...c })), { kind: "reference_state" as const }],
+    reference_actions: [...calls],
   } as Scenario;
 }

@@ -11,7 +11,7 @@ import { canonicalJson } from "../../protocol/canonical-json.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import { checkExamples, checkHints } from "./check-hints.js";
-import { argumentValues, deriveScenario, derivedCandidates } from "./derived-scenario.js";
+import { argumentValues, deriveScenario, derivedCandidates, derivedSolutions } from "./derived-scenario.js";
 import { stageBundle } from "./stage-bundle.js";
 import type { Rejection } from "./mine.js";
 
@@ -120,7 +120,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   const n = options.perEnv ?? 3;
   const every = options.conversationEvery ?? 3;
   const initial = bundleInitialState(bundle);
-  const candidates = derivedCandidates(bundleDir, initial);
+  const candidates = derivedSolutions(derivedCandidates(bundleDir, initial));
   const used = new Set<number>();
   const derivedIds: string[] = [];
   const examples = checkExamples(initial);
@@ -163,34 +163,35 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   return { kept, rejected, derived: derivedIds };
 }
 
-/** The next derived scenario that passes vetting (each candidate call tried once per stage), or why none did. */
+/** The next derived scenario that passes vetting (each candidate solution tried once per stage), or why none did. */
 async function deriveOne(
   llm: LlmClient,
   bundleDir: string,
   workDir: string,
   meta: { id: string; envId: string; introduction: string; taken: string[] },
-  candidates: readonly ToolCall[],
+  solutions: readonly ToolCall[][],
   used: Set<number>,
   kept: readonly Scenario[],
 ): Promise<{ scenario: Scenario } | { reason: string } | null> {
   const reasons: string[] = [];
-  for (const [k, call] of candidates.entries()) {
+  for (const [k, calls] of solutions.entries()) {
     if (used.has(k)) continue;
     used.add(k);
-    if (kept.some((s) => sameSolution(s.reference_actions ?? [], [call]))) continue;
+    if (kept.some((s) => sameSolution(s.reference_actions ?? [], calls))) continue;
+    const named = calls.map((c) => c.name).join(" + ");
     try {
-      const draft = await deriveScenario(llm, bundleDir, call, meta);
+      const draft = await deriveScenario(llm, bundleDir, calls, meta);
       if (!draft) {
-        reasons.push(`${call.name}: changes nothing on the initial state, or fails there`);
+        reasons.push(`${named}: changes nothing on the initial state, or fails there`);
         continue;
       }
       const scenario = Scenario.parse(draft);
       const problem = await vetScenario(bundleDir, scenario, workDir);
       if (problem === null) return { scenario };
-      reasons.push(`${call.name}: ${problem}`);
+      reasons.push(`${named}: ${problem}`);
     } catch (e) {
       if (!(e instanceof LlmError)) throw e;
-      reasons.push(`${call.name}: ${e.message}`);
+      reasons.push(`${named}: ${e.message}`);
     }
   }
   return reasons.length ? { reason: reasons.join("; ") } : null;

@@ -135,17 +135,24 @@ test("a task scenario the model cannot get through vetting is derived from a cal
     if (!req.messages[0]!.content.includes("You write the task text")) return "```json\n" + JSON.stringify(useless) + "\n```";
     // the verified call (u2): first a task that leaves out a value the call needs, then one that
     // gives them all; the same call for the other user (u1, a variant): all of them at once
-    if (req.messages[1]!.content.includes('"user_id":"u1"')) return JSON.stringify({ task: "Ann (user u1) wants a new note titled todo that says call mom." });
+    const asked = req.messages[1]!.content;
+    if (asked.includes('"user_id":"u1"') && asked.includes('"user_id":"u2"')) return JSON.stringify({ task: "Bob (u2) and Ann (u1) each want a new note titled todo that says call mom." });
+    if (asked.includes('"user_id":"u1"')) return JSON.stringify({ task: "Ann (user u1) wants a new note titled todo that says call mom." });
     const task = /were rejected:/.test(req.messages.at(-1)!.content) ? "Bob (user u2) wants a new note titled todo that says call mom." : "Bob (user u2) wants a new note titled todo.";
     return JSON.stringify({ task });
   });
   try {
     const llm = fixtureLlm(fixture, out);
-    const { kept, rejected, derived } = await generateScenarios(llm, bundle, { perEnv: 3, conversationEvery: 0 });
-    expect(derived).toEqual(["notes-1", "notes-2"]);
+    const { kept, rejected, derived } = await generateScenarios(llm, bundle, { perEnv: 4, conversationEvery: 0 });
+    expect(derived).toEqual(["notes-1", "notes-2", "notes-3"]);
     // scenario 1: derived from the one positive, not failed, state-changing call; scenario 2: from
-    // the same call for the other user of the state (u1); scenario 3: no call left
-    expect(kept.map((s) => s.id)).toEqual(["notes-1", "notes-2"]);
+    // the same call for the other user of the state (u1); scenario 3: both calls, one task;
+    // scenario 4: no solution left
+    expect(kept.map((s) => s.id)).toEqual(["notes-1", "notes-2", "notes-3"]);
+    const u1 = { name: "add_note", arguments: { ...call.arguments, user_id: "u1" } };
+    expect(kept[2]).toMatchObject({ task: "Bob (u2) and Ann (u1) each want a new note titled todo that says call mom.", reference_actions: [call, u1] });
+    // its checks are on what both calls left: the two notes and the counter
+    expect(kept[2]!.checks.map((c) => c.description)).toEqual([expect.stringMatching(/^\/notes\/n2 is \{"user_id":"u2"/), "/next_note is 4", expect.stringMatching(/^\/notes\/n3 is \{"user_id":"u1"/), "the final state equals the state the reference actions produce"]);
     expect(kept[1]).toMatchObject({ task: "Ann (user u1) wants a new note titled todo that says call mom.", reference_actions: [{ name: "add_note", arguments: { ...call.arguments, user_id: "u1" } }] });
     expect(kept[0]).toMatchObject({ mode: "task", task: "Bob (user u2) wants a new note titled todo that says call mom.", reference_actions: [call] });
     expect(kept[0]!.checks.map((c) => c.kind)).toEqual(["js", "js", "reference_state"]);
@@ -154,7 +161,7 @@ test("a task scenario the model cannot get through vetting is derived from a cal
     expect(rejected[0]!.reason).toMatch(/^scenario: still invalid after 2 re-asks: .*doing nothing already scores 1\.0/);
     // the task text was re-asked for the value it left out, without the rejected reply (then one ask for the variant)
     const taskAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("You write the task text"));
-    expect(taskAsks).toHaveLength(3);
+    expect(taskAsks).toHaveLength(4);
     expect(taskAsks[1]!.messages.at(-1)!.content).toMatch(/the task does not say "call mom"/);
     // what was kept passes vetting as it stands (envscaler check, the probes, two seeds)
     const { vetScenario } = await import("../../synth/stages/scenarios.js");
@@ -216,4 +223,11 @@ test("a task that names none of the values its reference solution uses is re-ask
   } finally {
     await fixture.close();
   }
+});
+
+test("derived solutions: every candidate call alone, then the first four pairs of them in candidate order", async () => {
+  const { derivedSolutions } = await import("../../synth/stages/derived-scenario.js");
+  const c = ["a", "b", "c", "d"].map((name) => ({ name, arguments: {} }));
+  expect(derivedSolutions(c).map((s) => s.map((x) => x.name).join("+"))).toEqual(["a", "b", "c", "d", "a+b", "a+c", "a+d", "b+c"]);
+  expect(derivedSolutions(c.slice(0, 1)).map((s) => s.length)).toEqual([1]);
 });
