@@ -28,6 +28,7 @@ from .episode_logic import (
     step_tuple,
 )
 from .fleet_view import as_fleet_view
+from .previous_episode import scored
 from .protocol import BridgeError, BridgeTimeout, CodecError, SessionLost, ShuttingDown, error_for, packb
 from .reachability import BridgeNotRunning, check_reachable
 from .spaces import AgentAction, AnyText, TextBatch
@@ -362,7 +363,7 @@ class EnvScalerVectorEnv(VectorEnv):
         if isinstance(previous, dict) and "reward" in previous:
             # a float, as step rewards are: a reward of 0 arrives as an int (§2), and the infos'
             # array takes its first value's type (an int array cut 0.33 to 0)
-            previous["reward"] = float(previous["reward"])
+            previous = info["previous_episode"] = scored(previous)
         if isinstance(previous, dict) and previous.get("episode_id") is not None:
             # the episode this reset ended: its score is fetched by previous_results() ("later"),
             # or is here already (finish_previous=True, or an episode the bridge had ended itself)
@@ -657,7 +658,7 @@ class EnvScalerVectorEnv(VectorEnv):
                 out[i] = got  # asked again next time
                 continue
             if got is not None:
-                self._ended[i].result = {**got, "reward": float(got["reward"])} if "reward" in got else dict(got)
+                self._ended[i].result = scored(got)
             result = self._ended[i].result
             assert result is not None
             out[i] = dict(result)
