@@ -97,30 +97,48 @@ describe.each([
   });
 });
 
-test("past maxPendingScores finishLater waits for room: whenScoreRoom settles once a score arrives", async () => {
+test("past maxPendingScores finishLaterWhenRoom waits for room: it settles once a score arrives", async () => {
   const rt = await EnvRuntime.start({ envs: [FIXTURES], workers: 0, maxPendingScores: 1, keptScores: 1 });
   try {
     const a = await rt.reset("notes-1", 1);
     const b = await rt.reset("notes-1", 2);
-    const c = await rt.reset("notes-1", 3);
-    expect(rt.canFinishLater(a.episode_id)).toBe(true);
-    rt.finishLater(a.episode_id);
-    expect(rt.canFinishLater(b.episode_id)).toBe(false);
-    expect(rt.canFinishLater(a.episode_id)).toBe(false); // ended
+    expect(await rt.finishLaterWhenRoom(a.episode_id)).toEqual({ step: 0, state_hash: a.info.state_hash });
+    expect(await rt.finishLaterWhenRoom(a.episode_id)).toBeNull(); // ended
+    expect(await rt.finishLaterWhenRoom("no-such")).toBeNull();
     let room = false;
-    const waiting = rt.whenScoreRoom().then(() => (room = true));
+    const waiting = rt.finishLaterWhenRoom(b.episode_id).then((end) => ((room = true), end));
     await new Promise((r) => setImmediate(r));
     expect(room).toBe(false);
     expect((await rt.result(a.episode_id)).info.end_reason).toBe("client");
-    await waiting;
-    expect(rt.canFinishLater(b.episode_id)).toBe(true);
-    rt.finishLater(b.episode_id);
+    expect(await waiting).toEqual({ step: 0, state_hash: b.info.state_hash });
     await rt.result(b.episode_id);
     // keptScores: 1, so a's score has given way to b's
     await expect(rt.result(a.episode_id)).rejects.toMatchObject({ code: "bad_request", message: expect.stringContaining("kept_scores") });
     expect(() => rt.finishLater("no-such")).toThrow();
-    expect(rt.canFinishLater(c.episode_id)).toBe(true);
   } finally {
+    await rt.close();
+  }
+});
+
+test("many resets waiting for score room over the wire all end their episodes later, none scored in line (one arriving score lets one through)", async () => {
+  const rt = await EnvRuntime.start({ envs: [FIXTURES], workers: 0, scorerThread: true, maxPendingScores: 1 });
+  const server = new BridgeServer({ runtime: rt, endpoint: "tcp://127.0.0.1:*", logger: silent, limits: { maxSessions: 16, maxFrameBytes: 1 << 20 } });
+  await server.start();
+  const client = new BridgeClient(server.endpoint, { timeoutMs: 20_000 });
+  try {
+    const sessions = await Promise.all(Array.from({ length: 8 }, async (_, i) => {
+      const r = RESULT_SCHEMAS.reset.parse(await client.request("reset", { scenario_id: "notes-1", seed: i }));
+      await client.request("step", { session_id: r.session_id, action: addNote });
+      return r;
+    }));
+    const again = await Promise.all(sessions.map((r) => client.request("reset", { scenario_id: "notes-1", session_id: r.session_id, finish_previous: "later" })));
+    // each previous episode ended pending (its score later), none with a score of its own: before,
+    // the resets one arriving score released all saw the room and all but one scored in line
+    expect(again.map((r) => RESULT_SCHEMAS.reset.parse(r).info.previous_episode)).toEqual(sessions.map((r) => expect.objectContaining({ episode_id: r.info.episode_id, finished: true, pending: true, step: 1 })));
+    for (const r of sessions) expect(RESULT_SCHEMAS.episode_result.parse(await client.request("episode_result", { episode_id: r.info.episode_id }))).toMatchObject({ reward: 0.3333 });
+  } finally {
+    client.close();
+    await server.stop();
     await rt.close();
   }
 });

@@ -160,19 +160,21 @@ export class EnvRuntime {
     }, strict);
   }
 
-  /** Whether finishLater takes the episode now: it is running, and the scores on their way are under `maxPendingScores`. */
-  canFinishLater(episodeId: string): boolean {
-    const rec = this.table.find(episodeId);
-    return rec !== undefined && !rec.ended && !rec.dead && !this.scores.full;
-  }
-
   /**
-   * Settles once finishLater has room (fewer than `maxPendingScores` scores on their way): a client
+   * finishLater once there is room (fewer than `maxPendingScores` scores on their way): a client
    * that resets faster than its episodes are scored is slowed to the scorer's pace, rather than
-   * queueing without end or scoring in line beside the scorer (two threads' work on the same cores).
+   * queueing without end or scoring in line beside the scorer (two threads' work on the same
+   * cores). The room is taken in the same turn as it is seen, so many resets released by one
+   * arriving score cannot all see it: the rest wait again. Null when the episode is not running
+   * (it ended, died or is unknown): `finish` says which.
    */
-  whenScoreRoom(): Promise<void> {
-    return this.scores.whenRoom();
+  async finishLaterWhenRoom(episodeId: string): Promise<{ step: number; state_hash: string } | null> {
+    for (;;) {
+      const rec = this.table.find(episodeId);
+      if (rec === undefined || rec.ended || rec.dead) return null;
+      if (!this.scores.full) return this.finishLater(episodeId);
+      await this.scores.whenRoom();
+    }
   }
 
   /**

@@ -342,9 +342,8 @@ export class BridgeServer {
       // "later": ended now, scored after the reply (episode_result fetches it), so the reply does
       // not wait for the scoring; past the pending bound the reset first waits for a score to arrive
       if (s.episodeId && finishPrevious === "later") {
-        await this.runtime.whenScoreRoom();
-        if (this.runtime.canFinishLater(s.episodeId)) previous = this.finishPreviousLater(s.episodeId);
-        else previous = await this.finishPrevious(s.episodeId); // it had ended or died: as true says so
+        // an episode that had ended or died: as true says so
+        previous = (await this.finishPreviousLater(s.episodeId)) ?? (await this.finishPrevious(s.episodeId));
       } else if (s.episodeId && finishPrevious) previous = await this.finishPrevious(s.episodeId);
       // not awaited: the close and the new reset reach the engine in one message, in that order,
       // so a reset in place costs one thread hop, not two (the session service forgets it first)
@@ -367,11 +366,11 @@ export class BridgeServer {
     }
   }
 
-  /** Ends a session's running episode for a `reset` with `finish_previous: "later"`: what is known of its end now. */
-  private finishPreviousLater(episodeId: string): PreviousEpisode {
+  /** Ends a session's running episode for a `reset` with `finish_previous: "later"`: what is known of its end now; null when it is not running. */
+  private async finishPreviousLater(episodeId: string): Promise<PreviousEpisode | null> {
     try {
-      const end = this.runtime.finishLater(episodeId);
-      return { episode_id: episodeId, finished: true, pending: true, step: end.step, state_hash: end.state_hash };
+      const end = await this.runtime.finishLaterWhenRoom(episodeId);
+      return end && { episode_id: episodeId, finished: true, pending: true, step: end.step, state_hash: end.state_hash };
     } catch (e) {
       const error = errorBody(e);
       return error.code === "episode_done" ? { episode_id: episodeId, finished: false } : { episode_id: episodeId, finished: false, error };
