@@ -33,8 +33,11 @@ export interface SynthOptions {
 export interface SynthReport {
   mine?: { input: string; envs: number; rejected: Rejection[] };
   build?: { envs: { env_id: string; topic: string; code_mode: BuiltEnv["code_mode"]; pass_rate: number; kept: boolean; cases: number }[]; rejected: Rejection[] };
-  /** `derived`: per env, the kept scenarios built around a tested call (--scenario-fallback derived), not written whole by the model. */
-  scenarios?: { envs: Record<string, string[]>; derived: Record<string, string[]>; rejected: Rejection[]; check: Record<string, string[]> };
+  /**
+   * `derived`: per env, the kept scenarios built around a tested call (--scenario-fallback derived), not written whole by the model;
+   * `composed`: per env, those of them whose task text was put together from kept scenarios' texts (scenario id → their ids), not written by the model for them.
+   */
+  scenarios?: { envs: Record<string, string[]>; derived: Record<string, string[]>; composed: Record<string, Record<string, string[]>>; rejected: Rejection[]; check: Record<string, string[]> };
   usage: Record<string, StageUsage>;
 }
 
@@ -75,14 +78,14 @@ export async function runSynth(llm: LlmClient, o: SynthOptions): Promise<SynthRe
     const buildDir = join(o.out, "build");
     const keptEnvs = new Set((report.build?.envs ?? []).filter((e) => e.kept).map((e) => e.env_id));
     const dirs = existsSync(buildDir) ? readdirSync(buildDir).map((d) => join(buildDir, d)).filter(isBundleDir) : [];
-    const result: NonNullable<SynthReport["scenarios"]> = { envs: {}, derived: {}, rejected: [], check: {} };
+    const result: NonNullable<SynthReport["scenarios"]> = { envs: {}, derived: {}, composed: {}, rejected: [], check: {} };
     let done = 0;
     o.progress?.("scenarios", 0, keptEnvs.size); // shown before the first env's scenario calls finish
     await Promise.all(
       dirs.map(async (dir) => {
         const envId = (readJson<{ id: string }>(join(dir, "manifest.json"))).id;
         if (!keptEnvs.has(envId)) return;
-        const { kept, rejected, derived } = await generateScenarios(llm, dir, { perEnv: o.perEnv, conversationEvery: o.conversationEvery, fallback: o.scenarioFallback });
+        const { kept, rejected, derived, composed } = await generateScenarios(llm, dir, { perEnv: o.perEnv, conversationEvery: o.conversationEvery, fallback: o.scenarioFallback });
         result.rejected.push(...rejected);
         const served = join(o.out, "envs", envId.replace(/-v\d+$/, ""));
         rmSync(served, { recursive: true, force: true });
@@ -101,6 +104,7 @@ export async function runSynth(llm: LlmClient, o: SynthOptions): Promise<SynthRe
           } else {
             result.envs[envId] = kept.map((s) => s.id);
             if (derived.length) result.derived[envId] = derived;
+            if (Object.keys(composed).length) result.composed[envId] = composed;
           }
         }
         o.progress?.("scenarios", ++done, keptEnvs.size);

@@ -5,7 +5,7 @@ import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import type { PatchOp } from "../../bridge/core/state/json-patch.js";
 import { canonicalJson } from "../../protocol/canonical-json.js";
 import type { Scenario, ToolCall } from "../../envs/format/bundle-schema.js";
-import type { LlmClient } from "../llm/llm-client.js";
+import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { derivedTaskPrompt } from "../prompts.js";
 import { stageBundle } from "./stage-bundle.js";
 
@@ -121,14 +121,52 @@ export function argumentValues(v: unknown): string[] {
   return [];
 }
 
+/** Two solutions are the same when they make the same calls in the same order (the 1.5B wrote one task three times over). */
+export function sameSolution(a: readonly { name: string; arguments: Record<string, unknown> }[], b: readonly { name: string; arguments: Record<string, unknown> }[]): boolean {
+  return canonicalJson(a.map((x) => [x.name, x.arguments])) === canonicalJson(b.map((x) => [x.name, x.arguments]));
+}
+
+/** A task text put together from kept scenarios' texts, and the ids of those scenarios. */
+export interface ComposedTask {
+  task: string;
+  from: string[];
+}
+
 /**
- * A task scenario built around verified calls (see derivedSolutions), for a model that cannot
- * write a whole scenario whose checks work (the 1.5B: none in 12 tries on 2026-12-07): the calls
- * are played on the scenario's initial state, the checks come from the state change they make (plus
- * `reference_state`), and the model writes only the task text, re-asked until it states every
- * value the calls need. Null when a call fails there or together they change nothing.
+ * The task text of a multi-call solution made of the kept task scenarios that each solve one of
+ * its calls alone, in call order ("First: … Then: …"), or null when a call has none. Their texts
+ * were the model's own and passed its gates, so each states what its call needs; for the 1.5B's
+ * clinical-trials pair the model wrote good texts for each patient alone but never named the
+ * second in the pair's text (3 asks, 2026-12-07 run 11). Deterministic: no model call.
  */
-export async function deriveScenario(llm: LlmClient, bundleDir: string, calls: readonly ToolCall[], meta: { id: string; envId: string; introduction: string; taken: string[] }): Promise<Scenario | null> {
+export function composedTask(calls: readonly ToolCall[], kept: readonly Scenario[]): ComposedTask | null {
+  if (calls.length < 2) return null;
+  const parts = calls.map((c) => kept.find((s) => s.mode === "task" && sameSolution(s.reference_actions ?? [], [c])));
+  if (parts.some((p) => p === undefined)) return null;
+  const found = parts as Scenario[];
+  return { task: found.map((s, i) => `${i === 0 ? "First" : "Then"}: ${asSentence(s.task)}`).join(" "), from: found.map((s) => s.id) };
+}
+
+/** A task text as one sentence to join to others: trimmed, ending with a full stop unless it ends a sentence already. */
+function asSentence(text: string): string {
+  const t = text.trim();
+  return /[.!?]$/.test(t) ? t : `${t}.`;
+}
+
+/** Why a task text cannot be given to an agent making `needed`'s call(s): the values it does not say; null when it says them all. */
+function unsaid(task: string, needed: readonly string[]): string | null {
+  const missing = needed.filter((v) => !task.toLowerCase().includes(v.toLowerCase()));
+  return missing.length ? `the task does not say ${missing.map((m) => JSON.stringify(m)).join(", ")}: an agent reading it could not make this call; state every value` : null;
+}
+
+/** What the calls did when played in order on the initial state: the last change of each path, and each call's observation. */
+interface Played {
+  last: PatchOp[];
+  observations: string[];
+}
+
+/** The calls played on the bundle's default state; null when one fails there. */
+async function playCalls(bundleDir: string, calls: readonly ToolCall[], meta: { id: string; envId: string }): Promise<Played | null> {
   // played in a copy of the bundle holding one bare scenario on the default state (the bundle's
   // own scenarios.json is what this stage is replacing)
   const dir = join(bundleDir, ".vetting", `${meta.id}-derive`);
@@ -152,26 +190,57 @@ export async function deriveScenario(llm: LlmClient, bundleDir: string, calls: r
     rmSync(dir, { recursive: true, force: true });
   }
   // what the final state holds: the last change of each path (a later call may change it again)
-  const last = [...new Map(diff.map((op) => [op.path, op])).values()];
-  if (last.length === 0) return null;
+  return { last: [...new Map(diff.map((op) => [op.path, op])).values()], observations };
+}
+
+/**
+ * A task scenario built around verified calls (see derivedSolutions), for a model that cannot
+ * write a whole scenario whose checks work (the 1.5B: none in 12 tries on 2026-12-07): the calls
+ * are played on the scenario's initial state, the checks come from the state change they make (plus
+ * `reference_state`), and the model writes only the task text, re-asked until it states every
+ * value the calls need. When it never does and `meta.composed` is given (composedTask), that text
+ * is used instead if it states them all (`composedFrom` says so). Null when a call fails there or
+ * together they change nothing.
+ */
+export async function deriveScenario(
+  llm: LlmClient,
+  bundleDir: string,
+  calls: readonly ToolCall[],
+  meta: { id: string; envId: string; introduction: string; taken: string[]; composed?: ComposedTask },
+): Promise<{ scenario: Scenario; composedFrom?: string[] } | null> {
+  const played = await playCalls(bundleDir, calls, meta);
+  if (!played || played.last.length === 0) return null;
   const needed = [...new Set(calls.flatMap((c) => argumentValues(c.arguments)))];
-  const shown = (f: (c: ToolCall, i: number) => string) => calls.map(f).join("\nthen ");
-  const { task } = await llm.askJson(
-    "scenario",
-    derivedTaskPrompt({ introduction: meta.introduction, call: shown((c) => `${c.name}(${JSON.stringify(c.arguments)})`), result: shown((_c, i) => observations[i]!), diff: JSON.stringify(last), taken: meta.taken }),
-    TaskText,
-    (t) => {
-      const missing = needed.filter((v) => !t.task.toLowerCase().includes(v.toLowerCase()));
-      return missing.length ? `the task does not say ${missing.map((m) => JSON.stringify(m)).join(", ")}: an agent reading it could not make this call; state every value` : null;
-    },
-    { echo: false },
-  );
+  const text = await taskText(llm, calls, played, needed, meta);
   return {
-    id: meta.id,
-    env_id: meta.envId,
-    mode: "task",
-    task,
-    checks: [...checksFromDiff(last).map((c) => ({ kind: "js" as const, ...c })), { kind: "reference_state" as const }],
-    reference_actions: [...calls],
-  } as Scenario;
+    scenario: {
+      id: meta.id,
+      env_id: meta.envId,
+      mode: "task",
+      task: text.task,
+      checks: [...checksFromDiff(played.last).map((c) => ({ kind: "js" as const, ...c })), { kind: "reference_state" as const }],
+      reference_actions: [...calls],
+    } as Scenario,
+    ...(text.from ? { composedFrom: text.from } : {}),
+  };
+}
+
+/** The model's task text for the calls; when it stays incomplete after its re-asks, the composed one if that says every value. */
+async function taskText(llm: LlmClient, calls: readonly ToolCall[], played: Played, needed: readonly string[], meta: { introduction: string; taken: string[]; composed?: ComposedTask }): Promise<{ task: string; from?: string[] }> {
+  const shown = (f: (c: ToolCall, i: number) => string) => calls.map(f).join("\nthen ");
+  try {
+    const { task } = await llm.askJson(
+      "scenario",
+      derivedTaskPrompt({ introduction: meta.introduction, call: shown((c) => `${c.name}(${JSON.stringify(c.arguments)})`), result: shown((_c, i) => played.observations[i]!), diff: JSON.stringify(played.last), taken: meta.taken }),
+      TaskText,
+      (t) => unsaid(t.task, needed),
+      { echo: false },
+    );
+    return { task };
+  } catch (e) {
+    if (!(e instanceof LlmError) || !meta.composed) throw e;
+    const gap = unsaid(meta.composed.task, needed);
+    if (gap) throw new LlmError(`${e.message}; composed from the task texts of ${meta.composed.from.join(", ")}: ${gap}`);
+    return meta.composed;
+  }
 }

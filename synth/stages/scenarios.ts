@@ -7,11 +7,10 @@ import type { StepResult } from "../../bridge/core/episode/episode.js";
 import { Scenario, type ToolCall } from "../../envs/format/bundle-schema.js";
 import { loadBundle } from "../../envs/format/load-bundle.js";
 import { bundleInitialState } from "../../bridge/core/state/bundle-state.js";
-import { canonicalJson } from "../../protocol/canonical-json.js";
 import { LlmError, type LlmClient } from "../llm/llm-client.js";
 import { scenarioPrompt } from "../prompts.js";
 import { checkExamples, checkHints } from "./check-hints.js";
-import { argumentValues, deriveScenario, derivedCandidates, derivedSolutions } from "./derived-scenario.js";
+import { argumentValues, composedTask, deriveScenario, derivedCandidates, derivedSolutions, sameSolution } from "./derived-scenario.js";
 import { stageBundle } from "./stage-bundle.js";
 import type { Rejection } from "./mine.js";
 
@@ -109,8 +108,12 @@ async function writesNothing(dir: string, scenario: Scenario): Promise<string> {
   return `. None of the reference_actions (${[...new Set(actions.map((a) => a.name))].join(", ")}) changes the state, so no check can tell the task was done: the task must need a tool that changes records, the reference_actions must call it, and the checks must test that change`;
 }
 
-/** Stage 3 for one built env: scenarios written, vetted (re-asked with the problem), and saved into its bundle. */
-export async function generateScenarios(llm: LlmClient, bundleDir: string, options: ScenarioOptions = {}): Promise<{ kept: Scenario[]; rejected: Rejection[]; derived: string[] }> {
+/**
+ * Stage 3 for one built env: scenarios written, vetted (re-asked with the problem), and saved into
+ * its bundle. `derived`: the ids of kept scenarios built around tested calls; `composed`: of those,
+ * the ones whose task text was put together from kept scenarios' texts (id → their ids).
+ */
+export async function generateScenarios(llm: LlmClient, bundleDir: string, options: ScenarioOptions = {}): Promise<{ kept: Scenario[]; rejected: Rejection[]; derived: string[]; composed: Record<string, string[]> }> {
   const bundle = loadBundle(bundleDir);
   const m = bundle.manifest;
   const prefix = bundle.id.replace(/-v\d+$/, "");
@@ -123,6 +126,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   const candidates = derivedSolutions(derivedCandidates(bundleDir, initial));
   const used = new Set<number>();
   const derivedIds: string[] = [];
+  const composed: Record<string, string[]> = {};
   const examples = checkExamples(initial);
   for (let i = 0; i < n; i++) {
     const mode = every > 0 && (i + 1) % every === 0 ? "conversation" : "task";
@@ -153,6 +157,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
       if (derived && "scenario" in derived) {
         kept.push(derived.scenario);
         derivedIds.push(derived.scenario.id);
+        if (derived.composedFrom) composed[derived.scenario.id] = derived.composedFrom;
       } else rejected.push({ item: `${bundle.id} scenario ${i + 1}`, reason: `${e.message}${derived ? `; derived from a tested call: ${derived.reason}` : ""}` });
     } finally {
       options.onProgress?.(i + 1, n);
@@ -160,7 +165,7 @@ export async function generateScenarios(llm: LlmClient, bundleDir: string, optio
   }
   rmSync(workDir, { recursive: true, force: true });
   writeFileSync(join(bundleDir, "scenarios.json"), `${JSON.stringify(kept, null, 1)}\n`);
-  return { kept, rejected, derived: derivedIds };
+  return { kept, rejected, derived: derivedIds, composed };
 }
 
 /** The next derived scenario that passes vetting (each candidate solution tried once per stage), or why none did. */
@@ -172,23 +177,25 @@ async function deriveOne(
   solutions: readonly ToolCall[][],
   used: Set<number>,
   kept: readonly Scenario[],
-): Promise<{ scenario: Scenario } | { reason: string } | null> {
+): Promise<{ scenario: Scenario; composedFrom?: string[] } | { reason: string } | null> {
   const reasons: string[] = [];
   for (const [k, calls] of solutions.entries()) {
     if (used.has(k)) continue;
     used.add(k);
     if (kept.some((s) => sameSolution(s.reference_actions ?? [], calls))) continue;
     const named = calls.map((c) => c.name).join(" + ");
+    // the fallback for a pair whose every call is solved alone by a kept scenario
+    const composed = composedTask(calls, kept) ?? undefined;
     try {
-      const draft = await deriveScenario(llm, bundleDir, calls, meta);
-      if (!draft) {
+      const derived = await deriveScenario(llm, bundleDir, calls, { ...meta, composed });
+      if (!derived) {
         reasons.push(`${named}: changes nothing on the initial state, or fails there`);
         continue;
       }
-      const scenario = Scenario.parse(draft);
+      const scenario = Scenario.parse(derived.scenario);
       const problem = await vetScenario(bundleDir, scenario, workDir);
-      if (problem === null) return { scenario };
-      reasons.push(`${named}: ${problem}`);
+      if (problem === null) return { scenario, ...(derived.composedFrom ? { composedFrom: derived.composedFrom } : {}) };
+      reasons.push(`${named}${derived.composedFrom ? ` (its task text composed from ${derived.composedFrom.join(", ")})` : ""}: ${problem}`);
     } catch (e) {
       if (!(e instanceof LlmError)) throw e;
       reasons.push(`${named}: ${e.message}`);
@@ -208,11 +215,6 @@ function silentTask(d: { task: string; user_instructions?: string; reference_act
   const text = `${d.task}\n${d.user_instructions ?? ""}`.toLowerCase();
   if (values.length === 0 || values.some((v) => text.includes(v.toLowerCase()))) return null;
   return `the task names none of the values its reference_actions use (${values.slice(0, 6).map((v) => JSON.stringify(v)).join(", ")}): an agent reading it could not know which records or values to use; say them in the task`;
-}
-
-/** Two solutions are the same when they make the same calls in the same order (the 1.5B wrote one task three times over). */
-function sameSolution(a: readonly { name: string; arguments: Record<string, unknown> }[], b: readonly { name: string; arguments: Record<string, unknown> }[]): boolean {
-  return canonicalJson(a.map((x) => [x.name, x.arguments])) === canonicalJson(b.map((x) => [x.name, x.arguments]));
 }
 
 function toScenario(d: z.infer<typeof ScenarioDraft>, id: string, envId: string, mode: "task" | "conversation"): unknown {

@@ -231,3 +231,97 @@ test("derived solutions: every candidate call alone, then the first four pairs o
   expect(derivedSolutions(c).map((s) => s.map((x) => x.name).join("+"))).toEqual(["a", "b", "c", "d", "a+b", "a+c", "a+d", "b+c"]);
   expect(derivedSolutions(c.slice(0, 1)).map((s) => s.length)).toEqual([1]);
 });
+
+/** Scenario stages that vet three scenarios for real (~20 s each on this 2-core machine with nothing else running). */
+const VETTING_TIMEOUT_MS = 120_000;
+
+/** The notes fixture's verified add_note for u2, and the same call for u1 (a record variant). */
+const ADD_U2 = { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } };
+const ADD_U1 = { name: "add_note", arguments: { ...ADD_U2.arguments, user_id: "u1" } };
+
+/** A task-text asker that writes a good text for one call and, for two, never names the second record (the 1.5B's run 11). */
+function pairBlindWriter(texts: { one: (asked: string) => string; pair: string }): (req: FixtureRequest) => string {
+  return (req) => {
+    // the model's own whole scenarios: never JSON (cheap to reject: no vetting runs)
+    if (!req.messages[0]!.content.includes("You write the task text")) return "I cannot write that scenario.";
+    const asked = req.messages[1]!.content;
+    return JSON.stringify({ task: /\nthen /.test(asked) ? texts.pair : texts.one(asked) });
+  };
+}
+
+test("a two-call task whose text the model never completes is composed from the kept one-call tasks' texts, vetted, and the report says so", async () => {
+  const { runSynth } = await import("../../synth/pipeline.js");
+  const out = mkdtempSync(join(tmpdir(), "envscaler-composed-"));
+  const bundle = join(out, "build", "notes");
+  cpSync(join(FIXTURES, "notes"), bundle, { recursive: true });
+  writeFileSync(join(bundle, "build-report.json"), JSON.stringify({ env_id: "notes-v1", cases: [{ round: 1, tool: ADD_U2.name, arguments: ADD_U2.arguments, case_type: "positive", result: "pass", diff: [{ op: "add", path: "/notes/n2" }] }] }));
+  writeFileSync(join(out, "report.json"), JSON.stringify({ build: { envs: [{ env_id: "notes-v1", topic: "notes", code_mode: "class", pass_rate: 1, kept: true, cases: 1 }], rejected: [] }, usage: {} }));
+  const fixture = await OpenAIFixture.start(
+    pairBlindWriter({
+      one: (asked) => (asked.includes('"user_id":"u1"') ? "Ann (user u1) wants a new note titled todo that says call mom." : "Bob (user u2) wants a new note titled todo that says call mom."),
+      pair: "Bob (user u2) and the other user each want a new note titled todo that says call mom.",
+    }),
+  );
+  try {
+    const report = await runSynth(fixtureLlm(fixture, out), { stage: "scenarios", out, perEnv: 3, conversationEvery: 0 });
+    const scenarios = report.scenarios!;
+    expect(scenarios.envs).toEqual({ "notes-v1": ["notes-1", "notes-2", "notes-3"] });
+    expect(scenarios.derived).toEqual({ "notes-v1": ["notes-1", "notes-2", "notes-3"] });
+    expect(scenarios.composed).toEqual({ "notes-v1": { "notes-3": ["notes-1", "notes-2"] } });
+    expect(scenarios.check).toEqual({ "notes-v1": [] });
+    // the pair's text was asked for 3 times, each missing u1, before it was composed
+    const pairAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("You write the task text") && /\nthen /.test(r.messages[1]!.content));
+    expect(pairAsks).toHaveLength(3);
+    expect(pairAsks[2]!.messages.at(-1)!.content).toMatch(/the task does not say "u1"/);
+    // the composed text: the kept texts in call order, each a sentence
+    const served = JSON.parse(readFileSync(join(out, "envs", "notes", "scenarios.json"), "utf8"));
+    expect(served[2]).toMatchObject({
+      task: "First: Bob (user u2) wants a new note titled todo that says call mom. Then: Ann (user u1) wants a new note titled todo that says call mom.",
+      reference_actions: [ADD_U2, ADD_U1],
+    });
+  } finally {
+    await fixture.close();
+  }
+}, VETTING_TIMEOUT_MS);
+
+test("a composed two-call task is vetted like any derived scenario: a pair whose second call undoes the first is not kept", async () => {
+  const { out, bundle } = notesCopy();
+  // a tool that pins a note, or unpins it when it is pinned: two verified pins of the same note,
+  // each a task alone, together leave the note as it was
+  const envJs = join(bundle, "env.js");
+  writeFileSync(envJs, readFileSync(envJs, "utf8").replace("  roll() {", "  pin_note({ note_id, reason }) {\n    const n = this.notes[note_id];\n    if (!n) return { success: false, error: `no note ${note_id}` };\n    if (n.pinned) { delete n.pinned; return { success: true, data: { pinned: false } }; }\n    n.pinned = reason;\n    return { success: true, data: { pinned: true } };\n  }\n  roll() {"));
+  const manifest = JSON.parse(readFileSync(join(bundle, "manifest.json"), "utf8"));
+  manifest.tools.push({ type: "function", function: { name: "pin_note", description: "Pin a note, or unpin it when pinned.", parameters: { type: "object", properties: { note_id: { type: "string" }, reason: { type: "string" } }, required: ["note_id", "reason"] } } });
+  writeFileSync(join(bundle, "manifest.json"), JSON.stringify(manifest));
+  const pin = (reason: string) => ({ name: "pin_note", arguments: { note_id: "n1", reason } });
+  const cases = ["tidy", "urgent"].map((reason, i) => ({ round: i + 1, tool: "pin_note", arguments: pin(reason).arguments, case_type: "positive", result: "pass", diff: [{ op: "add", path: "/notes/n1/pinned" }] }));
+  writeFileSync(join(bundle, "build-report.json"), JSON.stringify({ env_id: "notes-v1", cases }));
+  const fixture = await OpenAIFixture.start(
+    pairBlindWriter({ one: (asked) => `Pin note n1 because it is ${asked.includes('"reason":"urgent"') ? "urgent" : "tidy"}.`, pair: "Pin note n1 because it is tidy." }),
+  );
+  try {
+    const { kept, rejected, derived, composed } = await generateScenarios(fixtureLlm(fixture, out), bundle, { perEnv: 3, conversationEvery: 0 });
+    expect(kept.map((s) => s.reference_actions)).toEqual([[pin("tidy")], [pin("urgent")]]);
+    expect(derived).toEqual(["notes-1", "notes-2"]);
+    expect(composed).toEqual({});
+    // the third: composed (it names every value), then refused by vetting, which says the text was composed
+    expect(rejected.map((r) => r.item)).toEqual(["notes-v1 scenario 3"]);
+    expect(rejected[0]!.reason).toMatch(/derived from a tested call: pin_note \+ pin_note \(its task text composed from notes-1, notes-2\): .*(doing nothing already scores 1\.0|already pass before the agent does anything)/);
+  } finally {
+    await fixture.close();
+  }
+}, VETTING_TIMEOUT_MS);
+
+test("a composed task text: the kept one-call task texts in call order; none unless every call has one", async () => {
+  const { composedTask } = await import("../../synth/stages/derived-scenario.js");
+  const { Scenario } = await import("../../envs/format/bundle-schema.js");
+  const one = (id: string, task: string, call: typeof ADD_U2, mode: "task" | "conversation" = "task") =>
+    Scenario.parse({ id, env_id: "notes-v1", mode, task, ...(mode === "conversation" ? { user_instructions: "You are Ann." } : {}), checks: [{ kind: "reference_state" }], reference_actions: [call] });
+  const kept = [one("notes-1", "  Ann (u1) wants a todo note saying call mom  ", ADD_U1), one("notes-2", "Bob (u2) wants a todo note saying call mom!", ADD_U2)];
+  expect(composedTask([ADD_U2, ADD_U1], kept)).toEqual({ task: "First: Bob (u2) wants a todo note saying call mom! Then: Ann (u1) wants a todo note saying call mom.", from: ["notes-2", "notes-1"] });
+  // one call: nothing to compose; a call no kept task solves alone: no text
+  expect(composedTask([ADD_U2], kept)).toBeNull();
+  expect(composedTask([ADD_U2, { ...ADD_U1, arguments: { ...ADD_U1.arguments, title: "other" } }], kept)).toBeNull();
+  // a conversation's task text is not the request (its user instructions are), so it is not used
+  expect(composedTask([ADD_U2, ADD_U1], [kept[1]!, one("notes-3", "Ann wants a note.", ADD_U1, "conversation")])).toBeNull();
+});
