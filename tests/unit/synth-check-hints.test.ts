@@ -19,6 +19,12 @@ function notesCopy(): { out: string; bundle: string } {
 const fixtureLlm = (fixture: OpenAIFixture, out: string) =>
   new LlmClient({ endpoints: { default: { model: "fixture-model", baseURL: fixture.baseURL, apiKey: "test" } }, cacheDir: join(out, ".cache"), concurrency: 1, maxRetries: 0 });
 
+/**
+ * Scenario stages that vet several scenarios for real, probes and all: on this 2-core machine beside
+ * other jobs the derived-scenario test took 104 s (it timed out at vitest's 60 s), the composed ones 19-64 s.
+ */
+const VETTING_TIMEOUT_MS = 240_000;
+
 /** A scenario of the notes fixture that passes vetting. */
 const GOOD = {
   task: "Bob (u2) wants a note titled todo that says call mom.",
@@ -174,7 +180,7 @@ test("a task scenario the model cannot get through vetting is derived from a cal
   } finally {
     await fixture.close();
   }
-});
+}, VETTING_TIMEOUT_MS);
 
 test("a scenario with the same reference solution as one already kept is re-asked: the same solution is the same task", async () => {
   const { out, bundle } = notesCopy();
@@ -231,9 +237,6 @@ test("derived solutions: every candidate call alone, then the first four pairs o
   expect(derivedSolutions(c).map((s) => s.map((x) => x.name).join("+"))).toEqual(["a", "b", "c", "d", "a+b", "a+c", "a+d", "b+c"]);
   expect(derivedSolutions(c.slice(0, 1)).map((s) => s.length)).toEqual([1]);
 });
-
-/** Scenario stages that vet three scenarios for real (~20 s each on this 2-core machine with nothing else running). */
-const VETTING_TIMEOUT_MS = 120_000;
 
 /** The notes fixture's verified add_note for u2, and the same call for u1 (a record variant). */
 const ADD_U2 = { name: "add_note", arguments: { user_id: "u2", title: "todo", body: "call mom" } };
