@@ -225,7 +225,11 @@ export async function deriveScenario(
   };
 }
 
-/** The model's task text for the calls; when it stays incomplete after its re-asks, the composed one if that says every value. */
+/**
+ * The model's task text for the calls; when none of its replies passes (still incomplete after
+ * its re-asks, or the endpoint failed), the composed one if that says every value: it costs no
+ * model call, and the values gate is the same one the model's text had to pass.
+ */
 async function taskText(llm: LlmClient, calls: readonly ToolCall[], played: Played, needed: readonly string[], meta: { introduction: string; taken: string[]; composed?: ComposedTask }): Promise<{ task: string; from?: string[] }> {
   const shown = (f: (c: ToolCall, i: number) => string) => calls.map(f).join("\nthen ");
   try {

@@ -184,7 +184,8 @@ async function deriveOne(
     used.add(k);
     if (kept.some((s) => sameSolution(s.reference_actions ?? [], calls))) continue;
     const named = calls.map((c) => c.name).join(" + ");
-    // the fallback for a pair whose every call is solved alone by a kept scenario
+    // a small model may write good one-call texts yet never name a pair's second record (the 1.5B,
+    // 2026-12-07 run 11): the pair's text then falls back to the kept one-call tasks' texts
     const composed = composedTask(calls, kept) ?? undefined;
     try {
       const derived = await deriveScenario(llm, bundleDir, calls, { ...meta, composed });
