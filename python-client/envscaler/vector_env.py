@@ -737,24 +737,20 @@ class EnvScalerVectorEnv(VectorEnv):
         snap = answers.pop(0) if any(d == home for d in dest.values()) else None
         blob = answers.pop(0) if remote else None
 
-        # round 2: the local forks, and one import on each other replica
+        # round 2: the local forks, and one import on each other replica. The imports are collected
+        # first and each replica's forks sent as soon as its import is in, so the other replicas fork
+        # while the source's replica is still forking its share (not after it)
         local = [i for i in group if dest[i] == home]
-        sends: list[tuple[BridgeClient, int]] = []
+        local_sent: list[tuple[BridgeClient, int]] = []
         if isinstance(snap, BridgeError):
             outcome.update(dict.fromkeys(local, snap))
         elif snap is not None:
-            sends += [self._submit(home, "fork", snapshot_id=snap["snapshot_id"]) for _ in local]
+            local_sent = [self._submit(home, "fork", snapshot_id=snap["snapshot_id"]) for _ in local]
+        imported: dict[int, dict[str, Any] | BridgeError] = {}
         if isinstance(blob, BridgeError):
             outcome.update({i: blob for i in group if dest[i] != home})
         elif blob is not None:
-            sends += [self._submit(r, "import_snapshot", blob=blob["blob"]) for r in remote]
-        replies = self._collect(sends)
-        imported: dict[int, dict[str, Any] | BridgeError] = {}
-        if snap is not None and not isinstance(snap, BridgeError):
-            outcome.update(zip(local, replies[: len(local)]))
-            replies = replies[len(local) :]
-        if blob is not None and not isinstance(blob, BridgeError):
-            imported = dict(zip(remote, replies))
+            imported = dict(zip(remote, self._collect([self._submit(r, "import_snapshot", blob=blob["blob"]) for r in remote])))
 
         # round 3: the forks on the other replicas, from their imported snapshot
         moved = [i for i in group if dest[i] != home and i not in outcome]
@@ -765,8 +761,11 @@ class EnvScalerVectorEnv(VectorEnv):
                 outcome[i] = held_here
             else:
                 ready.append((i, held_here))
-        forks = self._collect([self._submit(dest[i], "fork", snapshot_id=h["snapshot_id"]) for i, h in ready])
-        outcome.update(zip([i for i, _ in ready], forks))
+        remote_sent = [self._submit(dest[i], "fork", snapshot_id=h["snapshot_id"]) for i, h in ready]
+        replies = self._collect([*local_sent, *remote_sent])
+        if local_sent:
+            outcome.update(zip(local, replies[: len(local)]))
+        outcome.update(zip([i for i, _ in ready], replies[len(local_sent) :]))
 
         # let go of the snapshots (nothing waits for these answers) and of the targets' old sessions
         held: list[tuple[int, dict[str, Any] | BridgeError | None]] = [(home, snap), *imported.items()]
