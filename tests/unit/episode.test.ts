@@ -142,6 +142,29 @@ test("a check that throws, returns a non-boolean or loops fails with its error s
   expect(r.reward).toBe(0.1667);
 });
 
+test("each check reads its own copy of the calls and messages, parsed when it first reads them; a state's collections are made when first read", async () => {
+  const e = await start({
+    checks: [
+      { kind: "js", description: "empties its copy", source: "({actions, messages}) => { actions.reverse(); actions.length = 0; messages.pop(); return true }" },
+      { kind: "js", description: "sees them whole", source: "({actions, messages}) => actions.length === 1 && actions[0].name === 'list_notes' && messages.length === 1" },
+      { kind: "js", description: "one copy within a check", source: "(arg) => arg.actions === arg.actions && arg.messages === arg.messages" },
+      { kind: "js", description: "the argument's shape", source: "(arg) => Object.keys(arg).join() === 'initial,final,actions,messages' && Object.isFrozen(arg) && JSON.stringify({...arg}).includes('\"messages\":[\"done\"]')" },
+      { kind: "js", description: "states only", source: "({final}) => Object.keys(final.notes).length > 0" },
+      { kind: "js", description: "a state's shape", source: "({initial, final}) => final.notes === final.notes && Object.isFrozen(final) && Object.keys(final).join() === Object.keys(initial).join() && JSON.stringify({...final}) === JSON.stringify(final) && JSON.parse(JSON.stringify(final)).notes.n1.title === final.notes.n1.title" },
+    ],
+  });
+  await e.step({ name: "list_notes", arguments: { user_id: "u1" } });
+  const r = await e.step("done");
+  expect(r.info.reward_info!.checks.map((c) => [c.description, c.passed, c.error])).toEqual([
+    ["empties its copy", true, undefined],
+    ["sees them whole", true, undefined],
+    ["one copy within a check", true, undefined],
+    ["the argument's shape", true, undefined],
+    ["states only", true, undefined],
+    ["a state's shape", true, undefined],
+  ]);
+});
+
 test("same seed and actions give the same observations and state hashes", async () => {
   const run = async () => {
     const e = await start({}, 42);

@@ -703,9 +703,18 @@
       const fn = indirectEval("(" + source + "\n)");
       if (typeof fn !== "function") fail("check source does not evaluate to a function");
       // the states are shared read-only views; the action and message lists are each check's own
-      // copies, as they were when every check had a realm of its own (a check may sort or reverse them)
-      const extras = JSONParse(checkInputs.extrasJson);
-      const verdict = fn(ObjectFreeze({ initial: checkInputs.initial, final: checkInputs.final, actions: extras.actions, messages: extras.messages }));
+      // copies, as they were when every check had a realm of its own (a check may sort or reverse
+      // them), parsed when the check first reads either: most checks read only the states, and
+      // parsing an episode's calls with their results took most of such a check's time (QuickJS
+      // parses JSON at ~20 MB/s: 8 KB of library calls, ~0.4 ms a check)
+      let extras = null;
+      const parsed = () => (extras === null ? (extras = JSONParse(checkInputs.extrasJson)) : extras);
+      const arg = {};
+      ObjectDefineProperty(arg, "initial", { value: checkInputs.initial, enumerable: true });
+      ObjectDefineProperty(arg, "final", { value: checkInputs.final, enumerable: true });
+      ObjectDefineProperty(arg, "actions", { get: () => parsed().actions, enumerable: true });
+      ObjectDefineProperty(arg, "messages", { get: () => parsed().messages, enumerable: true });
+      const verdict = fn(ObjectFreeze(arg));
       return { verdict: typeof verdict === "boolean" ? verdict : null, type: verdict === null ? "null" : typeof verdict };
     },
     // Freezes every object reachable from the global object (the intrinsics, their prototypes and
@@ -733,21 +742,27 @@
     },
   };
   // `layout.changed`: collection -> the ids whose record this state has other than the base's
-  // (changed, added, deleted), for collections the scenario's base has (see `preload`).
+  // (changed, added, deleted), for collections the scenario's base has (see `preload`). A collection's
+  // view is made when a check first reads it (then the same one every time): checks read one or two
+  // of a state's collections, and making the views of all of them was most of a scoring's `inputs`.
   function buildScoped(scope, layout) {
     const state = {};
     for (let i = 0, all = layout.keys; i < all.length; i++) {
       const key = all[i];
       if (layout.collections.indexOf(key) >= 0) {
-        const coll = makeCollection(scope + "/" + key);
-        if (baseRecords !== null && own(baseRecords, key)) {
-          const changed = layout.changed !== undefined && own(layout.changed, key) ? layout.changed[key] : [];
-          coll.base = baseRecords[key];
-          coll.changed = ObjectCreate(null);
-          for (let j = 0; j < changed.length; j++) coll.changed[changed[j]] = true;
-          if (changed.length === 0) coll.baseOrder = baseOrders[key];
-        }
-        state[key] = coll.proxy;
+        let proxy = null;
+        const make = () => {
+          const coll = makeCollection(scope + "/" + key);
+          if (baseRecords !== null && own(baseRecords, key)) {
+            const changed = layout.changed !== undefined && own(layout.changed, key) ? layout.changed[key] : [];
+            coll.base = baseRecords[key];
+            coll.changed = ObjectCreate(null);
+            for (let j = 0; j < changed.length; j++) coll.changed[changed[j]] = true;
+            if (changed.length === 0) coll.baseOrder = baseOrders[key];
+          }
+          return coll.proxy;
+        };
+        ObjectDefineProperty(state, key, { get: () => (proxy === null ? (proxy = make()) : proxy), enumerable: true });
       } else state[key] = deepFreeze(JSONParse(layout.values[key]));
     }
     return ObjectFreeze(state);
