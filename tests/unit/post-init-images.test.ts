@@ -157,6 +157,29 @@ describe("checks over a preloaded initial state", () => {
     expect(checkBaseImages.stats().captured).toBe(before + 1);
   });
 
+  test("collections a plain object cannot hold in order (index-like ids, ids Object.prototype has) read as the others, and no view can be written", async () => {
+    // `odd` keeps its lazy proxy (index-like ids, names Object.prototype has), and so does `more` in
+    // the final state (an index-like id added after "a": a plain object would list it first);
+    // `items` is a plain frozen view; all must read and refuse writes alike
+    const oddBase = StateBase.fromState({ odd: { "10": { n: 1 }, "2": { n: 2 }, toString: { n: 3 }, constructor: { n: 4 } }, items: { a: { n: 1 }, b: { n: 2 } }, more: { a: { n: 1 } } });
+    const t = new StateTracker(oddBase);
+    t.apply({ records: [["odd", "__proto__", JSON.stringify({ n: 5 })], ["odd", "2", null], ["items", "c", JSON.stringify({ n: 6 })], ["items", "a", null], ["more", "7", JSON.stringify({ n: 7 })]], values: [] });
+    const odd = { initial: new StateTracker(oddBase).snapshot(), final: t.snapshot(), actions: [], messages: [] };
+    const writes = (v: string) => ["z = {}", "a = 1", "['10'] = 1"].map((w) => `(() => { try { ${v}${w.startsWith("[") ? "" : "."}${w}; return false; } catch (e) { return String(e).includes('read-only'); } })()`).join(" && ");
+    const oddChecks = [
+      "({initial}) => Object.keys(initial.odd).join() === '2,10,toString,constructor' && initial.odd.toString.n === 3 && initial.odd.constructor.n === 4 && initial.odd['2'].n === 2",
+      "({final}) => Object.keys(final.odd).join() === '10,toString,constructor,__proto__' && final.odd['__proto__'].n === 5 && !('2' in final.odd) && Object.values(final.odd).map((r) => r.n).join() === '1,3,4,5'",
+      "({initial, final}) => Object.keys(initial.items).join() === 'a,b' && Object.keys(final.items).join() === 'b,c' && final.items.c.n === 6 && final.items.a === undefined && !final.items.hasOwnProperty('a')",
+      "({initial, final}) => Object.keys(initial.more).join() === 'a' && Object.keys(final.more).join() === 'a,7' && final.more['7'].n === 7",
+      `({initial, final}) => ${writes("initial.items")} && ${writes("final.items")} && ${writes("final.odd")} && ${writes("final.more")}`,
+      "({initial, final}) => { for (const v of [initial.items, final.items]) { try { delete v.b; return false; } catch (e) {} try { Object.defineProperty(v, 'q', { value: 1 }); return false; } catch (e) {} try { Object.setPrototypeOf(v, null); return false; } catch (e) {} } return final.items.b.n === 2 && Object.getPrototypeOf(final.items) === Object.prototype; }",
+    ];
+    checkBaseImages.clear();
+    const before = checkBaseImages.stats().captured;
+    for (let i = 0; i < 3; i++) expect(await runJsChecks(sandboxes, oddChecks, odd, [1, 2, 3, 4])).toEqual(oddChecks.map(() => ({ passed: true })));
+    expect(checkBaseImages.stats().captured).toBe(before + 1);
+  });
+
   test("states over two bases are scored without a preload", async () => {
     const other = { ...inputs, initial: new StateTracker(StateBase.fromState({ items: { a: { n: 1, tags: [] } }, counter: 0 })).snapshot() };
     const before = checkBaseImages.stats().captured;
