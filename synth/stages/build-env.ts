@@ -122,6 +122,25 @@ export function fillRecordIds(plan: EnvPlan): void {
 }
 
 /**
+ * Stores each record of a collection under its own `id` when the plan stored them under other keys:
+ * the 1.5B wrote `{"0": {"id": 1}, "1": {"id": 2}}` (an array's positions kept as keys,
+ * docs/local-model.md, 2026-12-07), and its tools then looked records up by the id an agent passes
+ * (`this.trials[trial_id]`), so `view(trial_id: 1)` returned the record whose id is 2 and its tester
+ * and judge failed the env over it. Only when every record of the collection has an `id` that is a
+ * string or a number, and no two give the same key; otherwise the plan is checked as written.
+ */
+export function keyRecordsById(plan: EnvPlan): void {
+  for (const [name, records] of Object.entries(plan.initial_state)) {
+    if (!isObject(records)) continue;
+    const entries = Object.entries(records);
+    const ids = entries.map(([, r]) => (isObject(r) && (typeof r.id === "string" || typeof r.id === "number") ? String(r.id) : null));
+    if (entries.length === 0 || ids.some((id) => id === null) || new Set(ids).size !== ids.length) continue;
+    if (entries.every(([key], i) => key === ids[i])) continue;
+    plan.initial_state[name] = Object.fromEntries(entries.map(([, r], i) => [ids[i]!, r]));
+  }
+}
+
+/**
  * Turns JSON Schema draft 3's `"required": true` on a property into the `required` array of the
  * object holding it (and drops a boolean `required` anywhere else), in place. Qwen2.5-Coder 1.5B
  * wrote its schemas that way in 5 plans over two runs, re-asked with ajv's "required must be array"
@@ -139,11 +158,12 @@ export function requiredFlagsToArrays(schema: unknown): void {
   for (const [key, v] of Object.entries(schema)) if (key !== "required" && key !== "enum" && key !== "const" && key !== "default" && key !== "examples") requiredFlagsToArrays(v);
 }
 
-/** Why a plan cannot be built (null: it can). Repairs two unambiguous small-model slips first (draft-3 `required`, missing record ids): the plan askJson returns is the one checked. */
+/** Why a plan cannot be built (null: it can). Repairs unambiguous small-model slips first (draft-3 `required`, missing record ids, records not stored under their ids): the plan askJson returns is the one checked. */
 export function checkPlan(plan: EnvPlan): string | null {
   requiredFlagsToArrays(plan.state_schema);
   for (const t of plan.tools) requiredFlagsToArrays(t.parameters);
   fillRecordIds(plan);
+  keyRecordsById(plan);
   const names = plan.tools.map((t) => t.name);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup) return `tool ${dup} is listed twice`;

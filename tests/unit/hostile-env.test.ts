@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { Episode } from "../../bridge/core/episode/episode.js";
 import { loadBundle } from "../../envs/format/load-bundle.js";
-import { fileSandboxHost } from "../helpers.js";
+import { fileSandboxHost, inlineBundle } from "../helpers.js";
 
 /** This file's episodes' and sessions' sandboxes (disposed after its tests). */
 const sandboxes = fileSandboxHost();
@@ -108,6 +108,34 @@ test("no host capabilities are reachable", async () => {
     // no module loader is installed: import() only yields a promise, and the host never runs its jobs
     importIs: "promise",
   });
+});
+
+test("console exists in env and check realms and its methods do nothing: a log line neither fails a call nor reaches the host", async () => {
+  const source = `class Logger {
+  constructor(state) { this.box = state.box; console.log("init", state); }
+  note() { console.log("a", { deep: [1, 2] }); console.warn("w"); console.error(new Error("e")); console.table([1]); console.group("g"); console.groupEnd(); this.box.n = (this.box.n || 0) + 1; return { n: this.box.n, kind: typeof console.log, keys: Object.keys(console).length }; }
+}`;
+  const b = inlineBundle("logger", "Logger", source, ["note"], { box: { n: 0 } });
+  const scenario = { ...b.scenario("logger-1")!, checks: [{ kind: "js" as const, description: "logs", source: "({final}) => { console.log(final.box); console.error('x'); return final.box.n === 1; }" }] };
+  const e = new Episode({ sandboxes, bundle: b, scenario, seed: 1, episodeId: "logger" });
+  open.push(e);
+  const writes: string[] = [];
+  const out = process.stdout.write.bind(process.stdout);
+  const err = process.stderr.write.bind(process.stderr);
+  process.stdout.write = ((c: string) => (writes.push(String(c)), true));
+  process.stderr.write = ((c: string) => (writes.push(String(c)), true));
+  try {
+    await e.reset();
+    const r = await e.step({ name: "note", arguments: {} });
+    // enumerable: false on the global, but its methods are plain own properties
+    expect(JSON.parse(r.observation.content)).toEqual({ n: 1, kind: "function", keys: 18 });
+    const end = await e.step("done");
+    expect(end.info.reward_info!.checks.map((c) => [c.passed, c.error])).toEqual([[true, undefined]]);
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  }
+  expect(writes.filter((w) => /init|deep|\bw\b/.test(w))).toEqual([]);
 });
 
 test("an env that patches built-ins cannot fool the checks, which run in their own realm", async () => {

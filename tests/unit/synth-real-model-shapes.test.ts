@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { expect, test } from "vitest";
 import { closeJson, LlmClient, reaskTemperature, STAGE_MAX_TOKENS } from "../../synth/llm/llm-client.js";
 import { minePrompt } from "../../synth/prompts.js";
-import { checkPlan, EnvPlan, fillRecordIds, requiredFlagsToArrays } from "../../synth/stages/build-env.js";
+import { checkPlan, EnvPlan, fillRecordIds, keyRecordsById, requiredFlagsToArrays } from "../../synth/stages/build-env.js";
 import { mine, withoutCopiedExamples } from "../../synth/stages/mine.js";
 import { OpenAIFixture, type Scripted } from "../openai-fixture.js";
 
@@ -125,6 +125,38 @@ test("plan records keyed by id but without the id their schema requires get it f
   // a missing reference (patient_id) is not the key: still reported
   const ref = { ...plan, state_schema: { type: "object", properties: { visits: { type: "object", additionalProperties: { type: "object", properties: { id: { type: "string" }, patient_id: { type: "string" } }, required: ["id", "patient_id"] } } } }, initial_state: { visits: { v1: { id: "v1" } } } };
   expect(checkPlan(ref)).toMatch(/\/visits\/v1 must have required property 'patient_id'/);
+});
+
+test("plan records stored under an array's positions are stored under their own ids (the 1.5B's trials: \"0\" held id 1); ambiguous ones stay as written", () => {
+  const trial = (id: number, treatment: string) => ({ id, patient_id: id, cancer_type: "Breast Cancer", stage: 2, treatment });
+  const plan = EnvPlan.parse({
+    env_name: "clinical_trial_system",
+    title: "Clinical trials",
+    introduction: "Find trials.",
+    rules: ["A trial has an id."],
+    state_schema: { type: "object", properties: { trials: { type: "object", additionalProperties: { type: "object", properties: { id: { type: "integer" }, patient_id: { type: "integer" }, cancer_type: { type: "string" }, stage: { type: "integer" }, treatment: { type: "string" } }, required: ["id", "patient_id"] } } } },
+    // the 1.5B's plan (2026-12-07), shortened
+    initial_state: { trials: { "0": trial(1, "Chemotherapy"), "1": trial(2, "Radiation Therapy"), "2": trial(3, "Immunotherapy") } },
+    tools: ["search_clinical_trials", "view_clinical_trial_details", "add_new_trial"].map((name) => ({ name, description: "A tool.", kind: "query", parameters: { type: "object", properties: {}, required: [] } })),
+  });
+  expect(checkPlan(plan)).toBeNull();
+  expect(Object.entries(plan.initial_state.trials as object).map(([k, r]) => [k, (r as { id: number; treatment: string }).id, (r as { treatment: string }).treatment])).toEqual([
+    ["1", 1, "Chemotherapy"],
+    ["2", 2, "Radiation Therapy"],
+    ["3", 3, "Immunotherapy"],
+  ]);
+  // string ids too; a collection whose ids repeat, or where one record has none, or a value that is not records, stays as written
+  const state = {
+    rooms: { a: { id: "r1" }, b: { id: "r2" } },
+    twice: { "0": { id: 1 }, "1": { id: 1 } },
+    partly: { "0": { id: 5 }, "1": { name: "x" } },
+    right: { r1: { id: "r1" } },
+    progress: { user1: { health: 70 } },
+    counter: 3,
+  };
+  const other = { ...plan, initial_state: structuredClone(state) };
+  keyRecordsById(other);
+  expect(other.initial_state).toEqual({ ...state, rooms: { r1: { id: "r1" }, r2: { id: "r2" } } });
 });
 
 test("a plan schema written with draft 3's \"required\": true on its properties is turned into required arrays (5 of the 1.5B's plans), then checked as usual", () => {

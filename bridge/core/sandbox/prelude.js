@@ -102,6 +102,15 @@
   for (const name of ["performance", "WeakRef", "FinalizationRegistry", "SharedArrayBuffer", "Atomics", "os", "std", "scriptArgs", "print"]) {
     if (own(G, name)) ReflectDelete(G, name);
   }
+  // Code logs as its authors' code does (the 1.5B's envs call console.log; the original's Python envs
+  // print), and a ReferenceError there ended the env's tool calls in synth's dual-agent test. So
+  // `console` exists and its methods do nothing: nothing reaches the host (no channel to fill or to
+  // leak through), and a log line cannot change an outcome.
+  const quietConsole = {};
+  for (const name of ["log", "info", "warn", "error", "debug", "trace", "dir", "table", "group", "groupCollapsed", "groupEnd", "time", "timeEnd", "timeLog", "count", "countReset", "assert", "clear"]) {
+    quietConsole[name] = function () {};
+  }
+  ObjectDefineProperty(G, "console", { value: quietConsole, writable: true, configurable: true, enumerable: false });
 
   //// builtins that loop in C without polling the interrupt handler ////
 
