@@ -130,12 +130,11 @@ export function judgePrompt(args: { rules: string[]; source: string; stateBefore
       role: "system",
       content: `${head("judge")}
 You review one tool call of an environment's code (white box). Judge whether the method behaved correctly: the return value and the state change are right for these arguments, and the rules are enforced.
-The tester's label and expectation are its guess and may be wrong (it may call an id the state does not have and expect success, or a time that is not free). Judge the method by the rules and the state before the call, not by that guess: a clear error for a call that should fail is correct.
 Reply with JSON only: {"result": "pass" | "warning" | "fail", "reason": string}. warning: works but with a robustness or validation gap. fail: wrong logic or state, an unhandled exception, or a rule violation.`,
     },
     {
       role: "user",
-      content: `Rules:\n${args.rules.map((r) => `- ${r}`).join("\n")}\nClass source:\n${args.source.slice(0, 12000)}\nState before the call:\n${args.stateBefore.slice(0, 4000)}\nCall: ${args.tool}(${args.argumentsJson}) [the tester's guess, ${args.caseType}: ${args.expectation}]\nReturned: ${args.result.slice(0, 3000)}\nState changes (JSON Patch): ${args.diff.slice(0, 3000)}`,
+      content: `Rules:\n${args.rules.map((r) => `- ${r}`).join("\n")}\nClass source:\n${args.source.slice(0, 12000)}\nState before the call:\n${args.stateBefore.slice(0, 4000)}\nCall: ${args.tool}(${args.argumentsJson}) [${args.caseType}: ${args.expectation}]\nReturned: ${args.result.slice(0, 3000)}\nState changes (JSON Patch): ${args.diff.slice(0, 3000)}`,
     },
   ];
 }

@@ -418,9 +418,7 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
             "judge",
             judgePrompt({
               // the state the call ran on: without it the 1.5B judged an empty search result wrong
-              // with no way to see that no record matched (docs/local-model.md, 2026-12-07); the
-              // tester's label is shown as its guess: the 1.5B's judge failed correct refusals
-              // (an appointment id the state lacks, a time not free) that its tester called positive
+              // with no way to see that no record matched (docs/local-model.md, 2026-12-07)
               rules: env.plan.rules, source: env.source, stateBefore: state, tool: call.tool, argumentsJson: JSON.stringify(call.arguments), caseType: call.case_type,
               expectation: call.expectation, result: r.observation.content, diff: JSON.stringify(r.info.diff),
             }),

@@ -116,9 +116,6 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     // the judge sees the state each call ran on (it cannot judge a query's answer without it)
     const judgeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: judge"));
     expect(judgeAsks[0]!.messages[1]!.content).toMatch(/State before the call:\n\{.*"appointments":\{"A1":\{[^}]*"patient_id":"P1"/);
-    // and is told the tester's label is a guess, not the truth (the 1.5B's judge failed correct refusals its tester called positive)
-    expect(judgeAsks[0]!.messages[0]!.content).toMatch(/label and expectation are its guess and may be wrong.*not by that guess/);
-    expect(judgeAsks[0]!.messages[1]!.content).toMatch(/\) \[the tester's guess, (positive|negative): /);
     const codeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: code"));
     expect(codeAsks[1]!.messages.at(-1)!.content).toMatch(/does not load in the sandbox: Error: not ready/);
     expect(codeAsks[2]!.messages.at(-1)!.content).toMatch(/env_timeout|deadline|interrupted/i);
