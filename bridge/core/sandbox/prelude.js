@@ -767,11 +767,11 @@
       if (layout.collections.indexOf(key) >= 0) {
         let proxy = null;
         const make = () => {
-          const plain = plainView(scope + "/" + key, key, layout);
+          const changed = layout.changed !== undefined && own(layout.changed, key) ? layout.changed[key] : [];
+          const plain = plainView(scope + "/" + key, key, changed);
           if (plain !== null) return new ProxyCtor(plain, readOnlyCollection);
           const coll = makeCollection(scope + "/" + key);
           if (baseRecords !== null && own(baseRecords, key)) {
-            const changed = layout.changed !== undefined && own(layout.changed, key) ? layout.changed[key] : [];
             coll.base = baseRecords[key];
             coll.changed = ObjectCreate(null);
             for (let j = 0; j < changed.length; j++) coll.changed[changed[j]] = true;
@@ -790,12 +790,11 @@
   // the order they were changed). Building one is a few native calls; the lazy collection proxy
   // (makeCollection) costs a guest call or two per key the first time a check enumerates it (about
   // 200 µs of a 24-record collection), and most checks enumerate a collection. null: use that proxy
-  // (no preloaded base, more than BULK_KEYS records, an index-like id or one Object.prototype has, or a changed
-  // part over the host's "all" size).
-  function plainView(scoped, key, layout) {
+  // (no preloaded base, more than BULK_KEYS records, an index-like id or one Object.prototype has,
+  // or a changed part over the host's "all" size). `changed`: the ids whose record differs from the base's.
+  function plainView(scoped, key, changed) {
     if (baseViews === null || !own(baseViews, key) || baseViews[key] === null) return null;
     const base = baseViews[key];
-    const changed = layout.changed !== undefined && own(layout.changed, key) ? layout.changed[key] : [];
     if (changed.length === 0) return base;
     for (let i = 0; i < changed.length; i++) if (!plainKey(changed[i])) return null;
     const text = hostRead("changed", scoped, "");
