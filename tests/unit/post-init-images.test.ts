@@ -97,6 +97,8 @@ class Plain {
   peek() { return { r: Math.random(), t: Date.now() }; }
 }`;
 
+const peek1 = async (bundle: EnvBundle, seed: number) => (await play(bundle, bundle.manifest.id.replace(/-v1$/, "-1"), seed, [{ name: "peek", arguments: {} }]))[1]!.content;
+
 describe("which inits are captured", () => {
   const peek = async (bundle: EnvBundle, seed: number) => (await play(bundle, bundle.manifest.id.replace(/-v1$/, "-1"), seed, [{ name: "peek", arguments: {} }]))[1]!.content;
 
@@ -128,6 +130,30 @@ describe("which inits are captured", () => {
     for (const seed of [1, 2, 1, 2]) fromImage.push(await peek(bundle, seed));
     expect(postInitImages.stats().captured).toBe(before + 1);
     expect(fromImage).toEqual([...byInit, ...byInit]);
+  });
+});
+
+describe("a burst of resets captures one image", () => {
+  test("opens in flight together: one captures, the others run init and see the same", async () => {
+    const bundle = inlineBundle("bursty", "Plain", PLAIN, ["peek"], { box: { a: { n: 1 } } });
+    const before = postInitImages.stats().captured;
+    await peek1(bundle, 1); // counted
+    const seen = await Promise.all([2, 3, 4, 5, 6, 7, 8, 9].map((seed) => peek1(bundle, seed)));
+    expect(postInitImages.stats().captured).toBe(before + 1);
+    // and the episodes from the image see what the ones that ran init saw
+    expect(await Promise.all([2, 3, 4, 5, 6, 7, 8, 9].map((seed) => peek1(bundle, seed)))).toEqual(seen);
+  });
+
+  test("the capture is handed to the next open when the open told to capture fails", () => {
+    const images = new PostInitImages<string>(1 << 20);
+    expect(images.plan("k")).toEqual({ image: null, capture: false });
+    expect(images.plan("k")).toEqual({ image: null, capture: true });
+    expect(images.plan("k")).toEqual({ image: null, capture: false }); // one capture at a time
+    images.release("k");
+    expect(images.plan("k")).toEqual({ image: null, capture: true });
+    images.keep("k", "img", 10);
+    images.release("k"); // a kept image is not given up
+    expect(images.plan("k")).toEqual({ image: "img" });
   });
 });
 

@@ -8,7 +8,7 @@ import { SandboxFault } from "../sandbox/sandbox-fault.js";
 import type { PatchOp } from "../state/json-patch.js";
 import type { StateBase } from "../state/state-base.js";
 import { StateTracker, type GuestChanges } from "../state/state-tracker.js";
-import { POST_INIT_IMAGE_BYTES, PostInitImages, stateBaseId } from "./post-init-images.js";
+import { POST_INIT_IMAGE_BYTES, PostInitImages, stateBaseId, WARM_STATE_CHARS } from "./post-init-images.js";
 import { ToolValidator } from "./tool-validator.js";
 import type { StateView } from "../state/state-base.js";
 
@@ -114,6 +114,23 @@ async function buildEnvImage(sandboxes: SandboxHost, bundle: EnvBundle, limits: 
 }
 
 /**
+ * `snap` with every collection of its state loaded into the guest (the prelude's `warm`; see
+ * WARM_STATE_CHARS), in a sandbox of its own so the episode that captured `snap` is not touched.
+ * Null when the guest could not (its memory cap, a deadline): the image is then taken as it was.
+ */
+async function warmed(snap: EnvSnapshot, sandboxes: SandboxHost): Promise<EnvSnapshot | null> {
+  const s = await EnvSession.fromSnapshot(snap, sandboxes);
+  try {
+    return s.warm() ? s.snapshot(true) : null;
+  } catch (e) {
+    if (e instanceof SandboxFault) return null;
+    throw e;
+  } finally {
+    s.dispose();
+  }
+}
+
+/**
  * One live env instance: its sandbox, its class instance, and the host's tracked copy of its state.
  * Owns the sandbox; dispose() releases it. After a SandboxFault the session is dead.
  */
@@ -152,16 +169,23 @@ export class EnvSession implements Disposable {
       const session = new EnvSession(sandbox, tracker, methods, tracker.snapshot());
       if (plan.capture) {
         if (pristine) {
-          const snap = session.snapshot(true);
+          const plain = session.snapshot(true);
+          const snap = base.recordChars <= WARM_STATE_CHARS ? ((await warmed(plain, options.sandboxes)) ?? plain) : plain;
           postInitImages.keep(key, snap, snap.image.machine.bytes);
         } else postInitImages.varies(key);
       }
       return session;
     } catch (e) {
       sandbox.dispose();
+      if (plan.capture) postInitImages.release(key);
       if (e instanceof GuestEvalError) throw new EnvLoadError(e.message);
       throw e;
     }
+  }
+
+  /** Loads every collection of the state into the guest now; false when the guest refused. */
+  warm(): boolean {
+    return this.sandbox.dispatch("warm").ok;
   }
 
   /**

@@ -6,13 +6,23 @@ import type { StateBase } from "../state/state-base.js";
  * slow way (restore the env's image, run init) and captured again on its next open.
  */
 export const POST_INIT_IMAGE_BYTES = 64 << 20;
+/**
+ * States of up to this many characters of record JSON are loaded into the guest before their
+ * post-init image is captured (the prelude's `warm`), so episodes started from the image do not
+ * each parse and track the records on their first steps (library-1, 14 KB: the guest time of its
+ * reference solution's eight steps in a fresh episode, 64 episodes in lockstep, in process, went
+ * from ~7.1 to ~2.5 ms). Larger states (tau-bench's
+ * megabytes) stay lazy: an episode reads few of their records, and a larger image costs every reset
+ * a larger copy.
+ */
+export const WARM_STATE_CHARS = 64 << 10;
 /** Bytes of check images with a scenario's state preloaded one thread keeps (checker.ts's checkBaseImages). */
 export const CHECK_BASE_IMAGE_BYTES = 32 << 20;
 /** Scenarios one thread remembers anything about (an open counted, an init found to vary). */
 const MAX_KEYS = 8192;
 
-/** What is known of one (env, limits, initial state): opened once, its init varies, or its image. */
-type Entry<T> = { kind: "seen" } | { kind: "varies" } | { kind: "image"; image: T; bytes: number };
+/** What is known of one (env, limits, initial state): opened once, its image on its way, its init varies, or its image. */
+type Entry<T> = { kind: "seen" } | { kind: "capturing" } | { kind: "varies" } | { kind: "image"; image: T; bytes: number };
 
 /** What `open` should do for a key: start from the image, or run init (and capture it if asked). */
 export type PostInitPlan<T> = { image: T } | { image: null; capture: boolean };
@@ -44,7 +54,15 @@ export class PostInitImages<T> {
     this.entries.delete(key);
     this.entries.set(key, e);
     if (e.kind === "image") return { image: e.image };
-    return { image: null, capture: e.kind === "seen" && this.budgetBytes > 0 };
+    if (e.kind !== "seen" || this.budgetBytes <= 0) return { image: null, capture: false };
+    // one open captures; the others of a burst (resets in flight while it awaits) run init as usual
+    this.put(key, { kind: "capturing" });
+    return { image: null, capture: true };
+  }
+
+  /** The open told to capture failed before it could keep its image: the next open captures instead. */
+  release(key: string): void {
+    if (this.entries.get(key)?.kind === "capturing") this.put(key, { kind: "seen" });
   }
 
   /** Keeps the image captured after a pristine init (dropped at once when it alone is over the budget). */

@@ -666,6 +666,16 @@
     },
     methods() { return methodNames(instance); },
     draws() { return draws; },
+    // Loads every collection of the state now, as the env's first enumeration of each would (see
+    // populate): the host runs it once, on a small state, before it captures the post-init image,
+    // so every episode started from that image has the records in its heap already (a copy of
+    // memory) instead of parsing and tracking them again on its first steps. Reads only: nothing
+    // is reported and the env sees the same values in the same order either way.
+    warm() {
+      if (instance === null) fail("env is not initialised");
+      for (let i = 0, all = ObjectKeys(collections); i < all.length; i++) populate(collections[all[i]]);
+      return null;
+    },
     configure,
   };
 

@@ -42,6 +42,7 @@ export class StateBase {
   private python: PythonTexts | undefined;
   /** Per collection, the answer to the guest's "all" read (the base is shared, so it is built once). */
   private allCache = new Map<string, string | null>();
+  private recordCharsCache: number | undefined;
 
   private constructor(
     readonly keys: string[],
@@ -146,6 +147,16 @@ export class StateBase {
     // python-format envs: the guest parses the values as their text wrote them
     if (this.python) for (const [key, text] of this.python.values) if (key in values) values[key] = text;
     return { keys: this.keys, collections: [...this.collections.keys()], values };
+  }
+
+  /** Characters of JSON text in the collections' records (computed once). */
+  get recordChars(): number {
+    if (this.recordCharsCache === undefined) {
+      let n = 0;
+      for (const c of this.collections.values()) for (const text of c.records.values()) n += text.length;
+      this.recordCharsCache = n;
+    }
+    return this.recordCharsCache;
   }
 
   isCollection(key: string): boolean {
