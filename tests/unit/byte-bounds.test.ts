@@ -82,6 +82,19 @@ test("the retry memory is bounded in bytes and forgets a closed session's replie
   expect(mem.get("k49")).toBeUndefined(); // s1's step
   expect(mem.get("k48")).toBeDefined(); // s0's
   expect(mem.get("close-s1")).toBeDefined(); // a resent close still gets its reply
+  // the per-session index goes with the entries: dropped by age/count/bytes or forgotten
+  const many = new RetryMemory<{ pad: string }>(100, 60_000, 1 << 20);
+  for (let i = 0; i < 1000; i++) many.remember(`m${i}`, "step", `s${i}`, Promise.resolve({ pad: "" }));
+  await new Promise((r) => setTimeout(r, 0));
+  expect([many.size, many.sessions]).toEqual([100, 100]);
+  many.forgetSession("s999");
+  expect([many.size, many.sessions, many.get("m999")]).toEqual([99, 99, undefined]);
+  // a key remembered again replaces its entry (and its session's place in the index)
+  many.remember("m998", "step", "other", Promise.resolve({ pad: "" }));
+  many.forgetSession("s998");
+  expect(many.get("m998")).toBeDefined();
+  many.forgetSession("other");
+  expect([many.get("m998"), many.sessions]).toEqual([undefined, 98]);
 });
 
 test("a step resent after its session closed is not answered from memory", async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { EnvRegistry } from "../../../envs/format/registry.js";
 import type { EpisodeInputs, ResetInfo, StepResult } from "../episode/episode.js";
-import { openingTools } from "../episode/opening-tools.js";
+import { openingTools, toolsNamed } from "../episode/opening-tools.js";
 import { MAX_CALLS_PER_ACTION } from "../sandbox/limits.js";
 import { MAX_ACTION_DEPTH } from "../episode/action-limits.js";
 import { EnginePool } from "./engine-pool.js";
@@ -274,8 +274,8 @@ export class EnvRuntime {
       const value = await this.pool.request(rec, "fork", fields);
       rec.stateHash = value.state_hash;
       from.step = value.step;
-      const manifestTools = this.registry.scenario(inputs.scenario_id)?.bundle.manifest.tools ?? [];
-      const tools = value.tool_names.map((n) => manifestTools.find((t) => t.function.name === n)).filter((t) => t !== undefined);
+      const bundle = this.registry.scenario(inputs.scenario_id)?.bundle;
+      const tools = bundle ? toolsNamed(bundle, value.tool_names) : [];
       this.table.record({
         t: "episode_start", episode_id: episodeId, env_id: inputs.env_id, scenario_id: inputs.scenario_id, seed: inputs.seed, state_hash: value.state_hash,
         ...opening, forked_from: from, prefix_actions: inputs.actions, user_replies: inputs.user_replies, time: new Date().toISOString(),

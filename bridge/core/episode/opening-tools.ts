@@ -16,3 +16,20 @@ export function openingTools(bundle: EnvBundle, scenario: Scenario): ToolSchema[
   }
   return tools;
 }
+
+const toolsByNameCache = new WeakMap<EnvBundle, Map<string, ToolSchema>>();
+/**
+ * The env's tools with these names, in this order (unknown names left out): what a forked or
+ * restored episode shows. The name index is built once per bundle (a fork group asked a linear
+ * search per tool per fork).
+ */
+export function toolsNamed(bundle: EnvBundle, names: readonly string[]): ToolSchema[] {
+  let byName = toolsByNameCache.get(bundle);
+  if (!byName) toolsByNameCache.set(bundle, (byName = new Map(bundle.manifest.tools.map((t) => [t.function.name, t]))));
+  const out: ToolSchema[] = [];
+  for (const n of names) {
+    const t = byName.get(n);
+    if (t !== undefined) out.push(t);
+  }
+  return out;
+}

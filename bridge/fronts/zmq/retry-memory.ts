@@ -24,6 +24,8 @@ interface Entry<R> {
  */
 export class RetryMemory<R> {
   private readonly entries = new Map<string, Entry<R>>();
+  /** Keys by session, so a close finds its session's replies without a scan of every entry (up to 4,096 a close). */
+  private readonly bySession = new Map<string, Set<string>>();
   private bytes = 0;
 
   constructor(
@@ -39,7 +41,14 @@ export class RetryMemory<R> {
   /** Keeps `reply` under `key`; its size counts once it settles. */
   remember(key: string, op: string, session: string | null, reply: Promise<R>): void {
     const entry: Entry<R> = { op, session, at: Date.now(), reply, bytes: 0 };
+    const old = this.entries.get(key);
+    if (old) this.drop(key, old);
     this.entries.set(key, entry);
+    if (session !== null) {
+      let keys = this.bySession.get(session);
+      if (!keys) this.bySession.set(session, (keys = new Set()));
+      keys.add(key);
+    }
     void reply.then((r) => {
       if (this.entries.get(key) !== entry) return; // dropped meanwhile
       entry.bytes = jsonSizeUpTo(r, this.maxBytes + 1);
@@ -51,11 +60,21 @@ export class RetryMemory<R> {
 
   /** Drops every reply about `session` except its close's (a resent close still gets `closed: true`). */
   forgetSession(session: string): void {
-    for (const [k, e] of this.entries) if (e.session === session && e.op !== "close") this.drop(k, e);
+    const keys = this.bySession.get(session);
+    if (!keys) return;
+    for (const k of [...keys]) {
+      const e = this.entries.get(k);
+      if (e && e.op !== "close") this.drop(k, e);
+    }
   }
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Sessions with a reply kept (tests: the index goes with the entries). */
+  get sessions(): number {
+    return this.bySession.size;
   }
 
   get heldBytes(): number {
@@ -65,6 +84,10 @@ export class RetryMemory<R> {
   private drop(key: string, e: Entry<R>): void {
     this.entries.delete(key);
     this.bytes -= e.bytes;
+    if (e.session === null) return;
+    const keys = this.bySession.get(e.session);
+    keys?.delete(key);
+    if (keys?.size === 0) this.bySession.delete(e.session);
   }
 
   /** Oldest first (insertion order): what is too old, beyond the count, or beyond the bytes goes. */
