@@ -41,13 +41,18 @@ export async function forkGroupRows(o: ForkGroupOptions): Promise<{ rows: Row[];
   const group = o.group ?? 64;
   const reps = o.quick ? 1 : 3;
   const rounds = o.quick ? "2" : "5";
+  // untimed rounds first, on each fresh bridge: in a replica's first seconds V8 compiles QuickJS's
+  // hot wasm functions on background threads (measured: ~3.3 s of CPU in the first 7 s of this
+  // bench on one replica, as much again on each other replica), which a trainer's hours-long run
+  // pays once; timed alongside, it charged two replicas twice what it charged one
+  const warmup = o.quick ? "4" : "6";
   const script = join(o.root, "bench", "py", "fork_group.py");
   if (!existsSync(script)) throw new Error(`${script} is missing`);
   const run = async (replicas: number): Promise<Run> => {
     const sup = new Supervisor({ envs: [envs], endpoint: "tcp://127.0.0.1:*", replicas, logger: o.logger });
     const { endpoints } = await sup.start();
     try {
-      const { stdout } = await execFileAsync(py, [script, "--endpoints", endpoints.join(","), "--envs", envs, "--group", String(group), "--rounds", rounds], { encoding: "utf8" });
+      const { stdout } = await execFileAsync(py, [script, "--endpoints", endpoints.join(","), "--envs", envs, "--group", String(group), "--rounds", rounds, "--warmup", warmup], { encoding: "utf8" });
       return JSON.parse(stdout.trim().split("\n").at(-1)!) as Run;
     } finally {
       await sup.stop();
@@ -75,5 +80,5 @@ export async function forkGroupRows(o: ForkGroupOptions): Promise<{ rows: Row[];
     target: "≥ 1.6× one replica (2 cores, shared with the Python client)",
     met: ratio >= 1.6,
   };
-  return { rows: [row], raw: { group, rounds: Number(rounds), one, two } };
+  return { rows: [row], raw: { group, rounds: Number(rounds), warmup: Number(warmup), one, two } };
 }

@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--scenario", default="library-1")
     ap.add_argument("--group", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     args = ap.parse_args()
     scenarios = json.loads((Path(args.envs) / "scenarios.json").read_text(encoding="utf-8"))
     actions = next(s for s in scenarios if s["id"] == args.scenario)["reference_actions"]
@@ -35,7 +36,7 @@ def main() -> None:
     fork_ms: list[float] = []
     client_cpu: list[float] = []  # share of the timed part this process spent on the CPU (the client's own work)
     try:
-        for r in range(args.rounds + 1):  # round 0 warms up (JIT, pools, images)
+        for r in range(args.warmup + args.rounds):  # the first rounds warm up (JIT, pools, images)
             vec.reset(seed=r, options={"scenario_id": args.scenario})
             vec.step([first] * args.group)  # only sub-env 0's episode matters: the others are replaced by forks of it
             t0, c0 = time.perf_counter(), time.process_time()
@@ -51,7 +52,7 @@ def main() -> None:
                 if terminated.any() or truncated.any():
                     raise SystemExit("the reference solution ended early; the group would be autoreset")
             t2, c2 = time.perf_counter(), time.process_time()
-            if r > 0:
+            if r >= args.warmup:
                 rates.append(steps / (t2 - t0))
                 fork_ms.append((t1 - t0) * 1000)
                 client_cpu.append((c2 - c0) / (t2 - t0))
