@@ -124,17 +124,23 @@ Reply with JSON only: {"tool": string, "arguments": object, "case_type": "positi
   ];
 }
 
-export function judgePrompt(args: { rules: string[]; source: string; stateBefore: string; tool: string; argumentsJson: string; caseType: string; expectation: string; result: string; diff: string }): Message[] {
+/**
+ * The judge sees the call, the code, the state it ran on and what it did, and not the tester's
+ * label and expectation: the 1.5B tester labels calls "positive" that the state makes wrong (a
+ * time that is not free, an id that does not exist), and the 1.5B judge followed the label and
+ * failed the env's correct refusal (5 of 7 failed rounds of run 14, docs/local-model.md).
+ */
+export function judgePrompt(args: { rules: string[]; source: string; stateBefore: string; tool: string; argumentsJson: string; result: string; diff: string }): Message[] {
   return [
     {
       role: "system",
       content: `${head("judge")}
-You review one tool call of an environment's code (white box). Judge whether the method behaved correctly: the return value and the state change are right for these arguments, and the rules are enforced.
+You review one tool call of an environment's code (white box). Judge whether the method behaved correctly: the return value and the state change are right for these arguments and the state before the call, and the rules are enforced. A refusal is correct when the state or the rules make the call invalid (an id that does not exist, a rule it breaks), and wrong when they allow it.
 Reply with JSON only: {"result": "pass" | "warning" | "fail", "reason": string}. warning: works but with a robustness or validation gap. fail: wrong logic or state, an unhandled exception, or a rule violation.`,
     },
     {
       role: "user",
-      content: `Rules:\n${args.rules.map((r) => `- ${r}`).join("\n")}\nClass source:\n${args.source.slice(0, 12000)}\nState before the call:\n${args.stateBefore.slice(0, 4000)}\nCall: ${args.tool}(${args.argumentsJson}) [${args.caseType}: ${args.expectation}]\nReturned: ${args.result.slice(0, 3000)}\nState changes (JSON Patch): ${args.diff.slice(0, 3000)}`,
+      content: `Rules:\n${args.rules.map((r) => `- ${r}`).join("\n")}\nClass source:\n${args.source.slice(0, 12000)}\nState before the call:\n${args.stateBefore.slice(0, 4000)}\nCall: ${args.tool}(${args.argumentsJson})\nReturned: ${args.result.slice(0, 3000)}\nState changes (JSON Patch): ${args.diff.slice(0, 3000)}`,
     },
   ];
 }

@@ -419,8 +419,8 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
             judgePrompt({
               // the state the call ran on: without it the 1.5B judged an empty search result wrong
               // with no way to see that no record matched (docs/local-model.md, 2026-12-07)
-              rules: env.plan.rules, source: env.source, stateBefore: state, tool: call.tool, argumentsJson: JSON.stringify(call.arguments), caseType: call.case_type,
-              expectation: call.expectation, result: r.observation.content, diff: JSON.stringify(r.info.diff),
+              rules: env.plan.rules, source: env.source, stateBefore: state, tool: call.tool, argumentsJson: JSON.stringify(call.arguments),
+              result: r.observation.content, diff: JSON.stringify(r.info.diff),
             }),
             Judgement,
           );
