@@ -116,6 +116,8 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     // the judge sees the state each call ran on (it cannot judge a query's answer without it)
     const judgeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: judge"));
     expect(judgeAsks[0]!.messages[1]!.content).toMatch(/State before the call:\n\{.*"appointments":\{"A1":\{[^}]*"patient_id":"P1"/);
+    // and not the tester's label or expectation, which a small judge followed against the state (docs/local-model.md, run 15)
+    for (const ask of judgeAsks) expect(ask.messages[1]!.content).not.toMatch(/positive|negative|Ann's Monday appointment|refused: unknown id|new appointment A2|refused: same day/);
     const codeAsks = fixture.requests.filter((r) => r.messages[0]!.content.includes("synth: code"));
     expect(codeAsks[1]!.messages.at(-1)!.content).toMatch(/does not load in the sandbox: Error: not ready/);
     expect(codeAsks[2]!.messages.at(-1)!.content).toMatch(/env_timeout|deadline|interrupted/i);
