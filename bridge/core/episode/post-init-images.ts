@@ -11,9 +11,8 @@ export const POST_INIT_IMAGE_BYTES = 64 << 20;
  * post-init image is captured (the prelude's `warm`), so episodes started from the image do not
  * each parse and track the records on their first steps (library-1, 14 KB: the guest time of its
  * reference solution's eight steps in a fresh episode, 64 episodes in lockstep, in process, went
- * from ~7.1 to ~2.5 ms). Larger states (tau-bench's
- * megabytes) stay lazy: an episode reads few of their records, and a larger image costs every reset
- * a larger copy.
+ * from ~7.1 to ~2.5 ms). Larger states (tau-bench's megabytes) stay lazy: an episode reads few of
+ * their records, and a larger image costs every reset a larger copy.
  */
 export const WARM_STATE_CHARS = 64 << 10;
 /** Bytes of check images with a scenario's state preloaded one thread keeps (checker.ts's checkBaseImages). */
