@@ -135,8 +135,8 @@ export function judgePrompt(args: { rules: string[]; source: string; stateBefore
     {
       role: "system",
       content: `${head("judge")}
-You review one tool call of an environment's code (white box). Judge whether the method behaved correctly: the return value and the state change are right for these arguments and the state before the call, and the rules are enforced. A refusal is correct when the state or the rules make the call invalid (an id that does not exist, a rule it breaks), and wrong when they allow it.
-Reply with JSON only: {"result": "pass" | "warning" | "fail", "reason": string}. warning: works but with a robustness or validation gap. fail: wrong logic or state, an unhandled exception, or a rule violation.`,
+You review one tool call of an environment's code (white box). First write in "reason" what the state before the call and the rules say about this call. Then "allowed": false when they make it invalid (an id that does not exist, a rule it breaks), true otherwise. Then judge whether the method behaved correctly: the return value and the state change are right for these arguments and the state before the call, and the rules are enforced. A refusal of a call that is not allowed is correct.
+Reply with JSON only: {"reason": string, "allowed": boolean, "result": "pass" | "warning" | "fail"}. warning: works but with a robustness or validation gap. fail: wrong logic or state, an unhandled exception, or a rule violation.`,
     },
     {
       role: "user",

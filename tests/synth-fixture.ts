@@ -112,7 +112,10 @@ export function synthResponder(req: FixtureRequest): string | number {
       return json(TEST_CALLS[(round - 1) % TEST_CALLS.length]);
     }
     case "judge":
-      return json({ result: /cancel_appointment\(\{"appointment_id":"A99"\}\)/.test(user) ? "warning" : "pass", reason: "behaves as specified" });
+      // the small judge's shape: a correct refusal failed while its reason says the call was invalid (derived to pass)
+      if (/cancel_appointment\(\{"appointment_id":"A99"\}\)/.test(user)) return json({ allowed: false, result: "fail", reason: "appointment A99 does not exist" });
+      if (/^Call: list_appointments/m.test(user)) return json({ allowed: true, result: "warning", reason: "no paging" });
+      return json({ allowed: !/"success":false/.test(user), result: "pass", reason: "behaves as specified" });
     case "scenario": {
       if (/conversation scenario/.test(system)) return json(CONVERSATION_SCENARIO);
       if (attempt === 0) return (served.push("scenario: checks always pass"), json({ ...GOOD_SCENARIO, checklist: [{ description: "always", source: "() => true" }, ...GOOD_SCENARIO.checklist] }));

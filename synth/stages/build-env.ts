@@ -43,7 +43,11 @@ export type EnvPlan = z.infer<typeof EnvPlan>;
 // model write it (the 1.5B, free to leave it out, put the arguments into its expectation's prose)
 export const TesterCall = z.object({ tool: z.string(), arguments: JsonObject, case_type: z.enum(["positive", "negative"]), expectation: z.string().default("") });
 export type TesterCall = z.infer<typeof TesterCall>;
-export const Judgement = z.object({ result: z.enum(["pass", "warning", "fail"]), reason: z.string() });
+// the order is the order a model under a JSON schema writes them in: its reading of the state and
+// rules first, then `allowed`, then the verdict. With `allowed` first the 1.5B wrote `true` and then
+// "the call is not allowed because the appointment_id does not exist" (docs/local-model.md, runs 16-17)
+export const Judgement = z.object({ reason: z.string(), allowed: z.boolean(), result: z.enum(["pass", "warning", "fail"]) });
+export type Judgement = z.infer<typeof Judgement>;
 
 export interface TestCase {
   round: number;
@@ -53,8 +57,36 @@ export interface TestCase {
   expectation: string;
   observation: string;
   diff: unknown[];
+  /** The env answered `{success: false, ...}`. */
+  refused: boolean;
+  /** The judge's answer to "do the state and the rules allow this call?" (absent for an env fault). */
+  allowed?: boolean;
   result: "pass" | "warning" | "fail";
   reason: string;
+}
+
+/** A tool's reply `{success: false, ...}` (the convention the code prompts ask for) is a refusal. */
+export function isRefusal(observation: string): boolean {
+  try {
+    const value: unknown = JSON.parse(observation);
+    return typeof value === "object" && value !== null && (value as { success?: unknown }).success === false;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A refused call passes exactly when the judge found it not allowed by the state and the rules, and
+ * fails when it found it allowed; an accepted call keeps the judge's verdict. The 1.5B judge failed
+ * correct refusals while its own reason said the call was invalid ("falls on a day not available",
+ * "does not allow adding a new trial if the patient already has one": docs/local-model.md, run 15):
+ * it answers "is this call allowed?" more reliably than "did the method behave correctly?".
+ */
+export function verdictOf(judged: Judgement, refused: boolean): Pick<TestCase, "allowed" | "result" | "reason"> {
+  if (!refused) return judged;
+  return judged.allowed
+    ? { allowed: true, result: "fail", reason: `refused a call the state and the rules allow: ${judged.reason}` }
+    : { allowed: false, result: "pass", reason: `a correct refusal: ${judged.reason}` };
 }
 
 export interface BuiltEnv {
@@ -412,19 +444,23 @@ async function dualAgentTest(llm: LlmClient, env: { dir: string; envId: string; 
       counts.set(call.tool, (counts.get(call.tool) ?? 0) + 1);
       made.set(`${call.tool} ${canonicalJson(call.arguments)}`, { round, stateHash });
       const r: StepResult = await rt.step(episode, { name: call.tool, arguments: call.arguments });
+      const refused = isRefusal(r.observation.content);
       const judged = r.info.error
         ? { result: "fail" as const, reason: `env fault: ${r.info.error.code}: ${r.info.error.message}` }
-        : await llm.askJson(
-            "judge",
-            judgePrompt({
-              // the state the call ran on: without it the 1.5B judged an empty search result wrong
-              // with no way to see that no record matched (docs/local-model.md, 2026-12-07)
-              rules: env.plan.rules, source: env.source, stateBefore: state, tool: call.tool, argumentsJson: JSON.stringify(call.arguments),
-              result: r.observation.content, diff: JSON.stringify(r.info.diff),
-            }),
-            Judgement,
+        : verdictOf(
+            await llm.askJson(
+              "judge",
+              judgePrompt({
+                // the state the call ran on: without it the 1.5B judged an empty search result wrong
+                // with no way to see that no record matched (docs/local-model.md, 2026-12-07)
+                rules: env.plan.rules, source: env.source, stateBefore: state, tool: call.tool, argumentsJson: JSON.stringify(call.arguments),
+                result: r.observation.content, diff: JSON.stringify(r.info.diff),
+              }),
+              Judgement,
+            ),
+            refused,
           );
-      cases.push({ round, tool: call.tool, arguments: call.arguments, case_type: call.case_type, expectation: call.expectation, observation: r.observation.content, diff: r.info.diff, ...judged });
+      cases.push({ round, tool: call.tool, arguments: call.arguments, case_type: call.case_type, expectation: call.expectation, observation: r.observation.content, diff: r.info.diff, refused, ...judged });
       if (r.terminated || r.truncated) {
         await rt.closeEpisode(episode);
         episode = (await rt.reset(`${env.envId}-probe`, round)).episode_id;

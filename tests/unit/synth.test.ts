@@ -127,7 +127,9 @@ test("the whole pipeline: task text → mined env → built, tested env → vett
     // the dual-agent test, with its evidence
     expect(report.build!.envs).toEqual([{ env_id: "dental-clinic-v1", topic: "dental clinic scheduling", code_mode: "class", pass_rate: 1, kept: true, cases: 4 }]);
     const evidence = JSON.parse(readFileSync(join(out, "build", "dental_clinic", "build-report.json"), "utf8"));
-    expect(evidence.cases[1]).toMatchObject({ tool: "cancel_appointment", case_type: "negative", result: "warning" });
+    expect(evidence.cases[0]).toMatchObject({ tool: "list_appointments", refused: false, allowed: true, result: "warning" });
+    // a refusal the judge found not allowed passes, whatever verdict the judge wrote beside it
+    expect(evidence.cases[1]).toMatchObject({ tool: "cancel_appointment", case_type: "negative", refused: true, allowed: false, result: "pass", reason: "a correct refusal: appointment A99 does not exist" });
     expect(evidence.cases[2].diff[0]).toMatchObject({ op: "add", path: "/appointments/A2" });
     expect(report.usage.code).toMatchObject({ reasks: 2 });
     // the served bundle passes envscaler check and plays to 1.0 on the runtime the bridge uses
@@ -213,6 +215,22 @@ test("under --json-mode schema the tester must write its call's arguments (the g
   const { TesterCall } = await import("../../synth/stages/build-env.js");
   const format = responseFormat("schema", "test", TesterCall) as { json_schema: { schema: { required: string[] } } };
   expect(format.json_schema.schema.required).toEqual(expect.arrayContaining(["tool", "arguments", "case_type"]));
+});
+
+test("the judge's verdict on a refusal is derived from whether the state and rules allow the call", async () => {
+  const { isRefusal, verdictOf, Judgement } = await import("../../synth/stages/build-env.js");
+  expect(isRefusal('{"success":false,"error":"no such trial"}')).toBe(true);
+  for (const text of ['{"success":true,"data":1}', '[{"success":false}]', "not json", '"success":false', "null"]) expect(isRefusal(text)).toBe(false);
+  // a refusal: pass exactly when the call was not allowed, whatever the judge's own verdict
+  expect(verdictOf({ allowed: false, result: "fail", reason: "trial 6 does not exist" }, true)).toEqual({ allowed: false, result: "pass", reason: "a correct refusal: trial 6 does not exist" });
+  expect(verdictOf({ allowed: true, result: "pass", reason: "P2 is free on friday" }, true)).toEqual({ allowed: true, result: "fail", reason: "refused a call the state and the rules allow: P2 is free on friday" });
+  // an accepted call keeps the judge's verdict
+  for (const result of ["pass", "warning", "fail"] as const) expect(verdictOf({ allowed: false, result, reason: "r" }, false)).toEqual({ allowed: false, result, reason: "r" });
+  // under a JSON schema the model writes its reading of the call, then `allowed`, then its verdict
+  const { responseFormat } = await import("../../synth/llm/llm-client.js");
+  const format = responseFormat("schema", "judge", Judgement) as { json_schema: { schema: { properties: object; required: string[] } } };
+  expect(Object.keys(format.json_schema.schema.properties)).toEqual(["reason", "allowed", "result"]);
+  expect(format.json_schema.schema.required).toEqual(["reason", "allowed", "result"]);
 });
 
 test("scenario vetting rejects checks that depend on the seed", async () => {
