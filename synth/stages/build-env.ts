@@ -4,6 +4,7 @@ import { Ajv } from "ajv";
 import { z } from "zod";
 import { checkBundleIsolated } from "../../bridge/tools/check/check-isolated.js";
 import { exampleArguments } from "../../bridge/tools/check/gaming-probes.js";
+import { isRefusal } from "../../bridge/tools/check/is-refusal.js";
 import { EnvRuntime } from "../../bridge/core/engine/env-runtime.js";
 import type { StepResult } from "../../bridge/core/episode/episode.js";
 import { ENV_ID_RE, type ToolSchema } from "../../envs/format/bundle-schema.js";
@@ -63,16 +64,6 @@ export interface TestCase {
   allowed?: boolean;
   result: "pass" | "warning" | "fail";
   reason: string;
-}
-
-/** A tool's reply `{success: false, ...}` (the convention the code prompts ask for) is a refusal. */
-export function isRefusal(observation: string): boolean {
-  try {
-    const value: unknown = JSON.parse(observation);
-    return typeof value === "object" && value !== null && (value as { success?: unknown }).success === false;
-  } catch {
-    return false;
-  }
 }
 
 /**

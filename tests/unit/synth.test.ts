@@ -218,7 +218,8 @@ test("under --json-mode schema the tester must write its call's arguments (the g
 });
 
 test("the judge's verdict on a refusal is derived from whether the state and rules allow the call", async () => {
-  const { isRefusal, verdictOf, Judgement } = await import("../../synth/stages/build-env.js");
+  const { verdictOf, Judgement } = await import("../../synth/stages/build-env.js");
+  const { isRefusal } = await import("../../bridge/tools/check/is-refusal.js");
   expect(isRefusal('{"success":false,"error":"no such trial"}')).toBe(true);
   for (const text of ['{"success":true,"data":1}', '[{"success":false}]', "not json", '"success":false', "null"]) expect(isRefusal(text)).toBe(false);
   // a refusal: pass exactly when the call was not allowed, whatever the judge's own verdict

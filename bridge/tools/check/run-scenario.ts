@@ -2,6 +2,7 @@ import type { Scenario, ToolCall } from "../../../envs/format/bundle-schema.js";
 import type { EnvBundle } from "../../../envs/format/load-bundle.js";
 import { Episode, type StepResult } from "../../core/episode/episode.js";
 import type { ReferenceCache } from "../../core/episode/reference-state.js";
+import { isRefusal } from "./is-refusal.js";
 import { PROGRAMMING_ERRORS } from "./tool-probe.js";
 
 /** The seed every run of `envscaler check` uses (a scenario's checks must pass under it). */
@@ -49,7 +50,7 @@ export async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: R
         if (type && (type.type !== "tool_exception" || bug)) toolErrors.push(`${a.name}: ${type.message}`);
         // allowed (tau-bench ground truths contain refused calls), but worth a look
         // a python-format env's result text need not be JSON ("Error: order not found")
-        if (r.ok && (jsonOrNull(r.content) as { success?: unknown } | null)?.success === false) refusals.push(`${a.name}(${JSON.stringify(a.arguments)})`);
+        if (r.ok && isRefusal(r.content)) refusals.push(`${a.name}(${JSON.stringify(a.arguments)})`);
       }
       if (last.terminated || last.truncated) break;
     }
@@ -68,13 +69,5 @@ export async function runScenario(bundle: EnvBundle, scenario: Scenario, refs: R
     return { result, wrote, toolErrors, refusals };
   } finally {
     episode.close();
-  }
-}
-
-function jsonOrNull(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
   }
 }
